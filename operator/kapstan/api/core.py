@@ -1,0 +1,383 @@
+"""The scheduling-relevant part of core Kubernetes objects: Pod, Node, Namespace, ConfigMap, the workload
+controllers that stamp out pods, DaemonSet and PodDisruptionBudget.
+
+Only what kube-scheduler and Karpenter read is modelled; everything else in a manifest is ignored. The
+rules that turn a pod spec into one number per resource (init containers, sidecars, overhead) live here
+because they are Kubernetes semantics, not solver policy.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import ClassVar, Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from kapstan.api.meta import KubeModel, KubeObject, ObjectMeta, ResourceList, TemplateMeta
+from kapstan.scheduling.model import LABEL_OPERATORS, LabelOperator, NodeOperator, TaintEffect
+
+
+def check_operator(value: object, allowed: Iterable[str]) -> object:
+    """Reject an unknown selector operator with the list a user can pick from."""
+    order = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+    choices = [op for op in order if op in allowed]
+    if value not in choices:
+        raise ValueError(f'unknown operator "{value}" (expected one of {", ".join(choices)})')
+    return value
+
+
+def check_values(operator: object, values: list[str]) -> list[str]:
+    """The values an operator takes: some for In/NotIn, none for Exists/DoesNotExist, one integer for
+    the comparisons."""
+    if operator in ("In", "NotIn") and not values:
+        raise ValueError(f"operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError(f"operator {operator} takes no values")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].lstrip("+-").isdigit()):
+        raise ValueError(f"operator {operator} needs exactly one integer value, got {values}")
+    return values
+
+
+class LabelSelectorRequirement(KubeModel):
+    key: str
+    operator: LabelOperator
+    values: list[str] = Field(default_factory=list, validate_default=True)
+
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _known_operator(cls, value: object) -> object:
+        return check_operator(value, LABEL_OPERATORS)
+
+    @field_validator("values")
+    @classmethod
+    def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        return check_values(info.data.get("operator"), values)
+
+
+class LabelSelector(KubeModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelectorRequirement(KubeModel):
+    """A node selector requirement; the Karpenter variant widens the operators and adds minValues."""
+
+    OPERATORS: ClassVar[frozenset[str]] = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+
+    key: str
+    operator: NodeOperator
+    values: list[str] = Field(default_factory=list, validate_default=True)
+
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _known_operator(cls, value: object) -> object:
+        return check_operator(value, cls.OPERATORS)
+
+    @field_validator("values")
+    @classmethod
+    def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        return check_values(info.data.get("operator"), values)
+
+
+class NodeSelectorTerm(KubeModel):
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(KubeModel):
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(KubeModel):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class PodAffinityTerm(KubeModel):
+    label_selector: LabelSelector | None = None
+    """None selects no pods (Kubernetes semantics), unlike an empty selector, which selects all."""
+    namespaces: list[str] = Field(default_factory=list)
+    topology_key: str
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+    mismatch_label_keys: list[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(KubeModel):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(KubeModel):
+    """Used for both podAffinity and podAntiAffinity."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+
+class Affinity(KubeModel):
+    node_affinity: NodeAffinity = Field(default_factory=NodeAffinity)
+    pod_affinity: PodAffinity = Field(default_factory=PodAffinity)
+    pod_anti_affinity: PodAffinity = Field(default_factory=PodAffinity)
+
+
+class Taint(KubeModel):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(KubeModel):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class TopologySpreadConstraint(KubeModel):
+    max_skew: int = Field(ge=1)
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = Field(default=None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+    match_label_keys: list[str] = Field(default_factory=list)
+
+
+class ContainerPort(KubeModel):
+    container_port: int
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = Field(default="", alias="hostIP")
+
+
+class ResourceRequirements(KubeModel):
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+
+    def effective_requests(self) -> dict[str, int]:
+        # The API server defaults a missing request to its limit.
+        return {**self.limits, **self.requests}
+
+
+class Container(KubeModel):
+    name: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    restart_policy: str | None = None
+
+    @property
+    def is_sidecar(self) -> bool:
+        """An init container with `restartPolicy: Always` keeps running beside the app containers."""
+        return self.restart_policy == "Always"
+
+
+class PodSpec(KubeModel):
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: ResourceList = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity = Field(default_factory=Affinity)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    node_name: str = ""
+    priority: int | None = None
+    host_network: bool = False
+
+    def effective_requests(self) -> dict[str, int]:
+        """What the pod asks of a node, as kube-scheduler computes it (`resourcehelper.PodRequests`):
+        app containers plus sidecars run together; each regular init container runs alone beside the
+        sidecars started before it; the pod needs the larger of the two, plus its overhead."""
+        total: dict[str, int] = {}
+        for container in self.containers:
+            _add(total, container.resources.effective_requests())
+        init_peak: dict[str, int] = {}
+        sidecars: dict[str, int] = {}
+        for container in self.init_containers:
+            requests = container.resources.effective_requests()
+            if container.is_sidecar:
+                _add(total, requests)
+                _add(sidecars, requests)
+                running = dict(sidecars)
+            else:
+                running = dict(requests)
+                _add(running, sidecars)
+            _max(init_peak, running)
+        _max(total, init_peak)
+        _add(total, self.overhead)
+        return total
+
+    def host_ports(self) -> list[ContainerPort]:
+        """Ports bound on the node. With hostNetwork every container port is one (the API server
+        defaults hostPort to containerPort); sidecars hold theirs for the pod's whole life."""
+        containers = [*self.containers, *(c for c in self.init_containers if c.is_sidecar)]
+        ports = [port for container in containers for port in container.ports]
+        if self.host_network:
+            ports = [port if port.host_port else port.model_copy(update={"host_port": port.container_port})
+                     for port in ports]
+        return [port for port in ports if port.host_port > 0]
+
+
+def _add(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = max(into.get(name, 0), amount)
+
+
+class PodTemplateSpec(KubeModel):
+    metadata: TemplateMeta = Field(default_factory=TemplateMeta)
+    spec: PodSpec
+
+
+class PodStatus(KubeModel):
+    phase: str = ""
+
+
+class Pod(KubeObject):
+    spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def finished(self) -> bool:
+        """Terminal pods hold no resources and are never scheduled again."""
+        return self.status.phase in ("Succeeded", "Failed")
+
+    def pods(self) -> list[Pod]:
+        return [self]
+
+
+class _Controller(KubeObject, ABC):
+    """A workload that stamps out copies of a pod template."""
+
+    @abstractmethod
+    def replica_count(self) -> int: ...
+
+    @abstractmethod
+    def template(self) -> PodTemplateSpec: ...
+
+    def pods(self) -> list[Pod]:
+        """The pods this workload wants, named `<workload>-<i>` from 0, in the workload's namespace."""
+        template = self.template()
+        return [
+            Pod(
+                api_version="v1",
+                kind="Pod",
+                metadata=ObjectMeta(
+                    name=f"{self.name}-{index}",
+                    namespace=self.namespace,
+                    labels=template.metadata.labels,
+                    annotations=template.metadata.annotations,
+                ),
+                spec=template.spec,
+            )
+            for index in range(self.replica_count())
+        ]
+
+
+class ReplicatedSpec(KubeModel):
+    replicas: int = Field(default=1, ge=0)
+    template: PodTemplateSpec
+
+
+class Deployment(_Controller):
+    spec: ReplicatedSpec
+
+    def replica_count(self) -> int:
+        return self.spec.replicas
+
+    def template(self) -> PodTemplateSpec:
+        return self.spec.template
+
+
+class ReplicaSet(Deployment):
+    pass
+
+
+class StatefulSet(Deployment):
+    pass
+
+
+class JobSpec(KubeModel):
+    parallelism: int = Field(default=1, ge=0)
+    completions: int | None = Field(default=None, ge=0)
+    template: PodTemplateSpec
+
+
+class Job(_Controller):
+    spec: JobSpec
+
+    def replica_count(self) -> int:
+        """The pods running at once: parallelism, but never more than the completions left to do."""
+        if self.spec.completions is None:
+            return self.spec.parallelism
+        return min(self.spec.parallelism, self.spec.completions)
+
+    def template(self) -> PodTemplateSpec:
+        return self.spec.template
+
+
+Workload = Pod | Deployment | ReplicaSet | StatefulSet | Job
+"""Anything that yields pods to schedule, in the order the manifests list them."""
+
+
+class DaemonSetSpec(KubeModel):
+    template: PodTemplateSpec
+
+
+class DaemonSet(KubeObject):
+    spec: DaemonSetSpec
+
+
+class PodDisruptionBudgetSpec(KubeModel):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudget(KubeObject):
+    spec: PodDisruptionBudgetSpec = Field(default_factory=PodDisruptionBudgetSpec)
+
+
+class NodeSpec(KubeModel):
+    taints: list[Taint] = Field(default_factory=list)
+    unschedulable: bool = False
+    provider_id: str = Field(default="", alias="providerID")
+
+
+class NodeStatus(KubeModel):
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+
+
+class Node(KubeObject):
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return dict(self.status.allocatable or self.status.capacity)
+
+
+class Namespace(KubeObject):
+    NAMESPACED: ClassVar[bool] = False
+
+
+class ConfigMap(KubeObject):
+    data: dict[str, str] = Field(default_factory=dict)

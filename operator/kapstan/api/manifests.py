@@ -1,0 +1,183 @@
+"""Multi-document YAML in, typed objects out, sorted by what kapstan does with them.
+
+`kapstan simulate -f ...` and the tests read ordinary manifests: whatever a user would `kubectl apply`
+to the workload and management clusters. Each document is dispatched on its apiVersion and kind; kinds
+kapstan has no use for are skipped, and anything malformed is reported with its file and document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kapstan.api.capi import (
+    BOOTSTRAP_GROUP,
+    CAPI_GROUP,
+    INFRASTRUCTURE_GROUP,
+    Cluster,
+    ClusterClass,
+    InfrastructureMachineTemplate,
+    KubeadmConfigTemplate,
+    MachineDeployment,
+)
+from kapstan.api.core import (
+    ConfigMap,
+    DaemonSet,
+    Deployment,
+    Job,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    ReplicaSet,
+    StatefulSet,
+    Workload,
+)
+from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import NODECLASS_GROUP, ClusterAPINodeClass, NodeClaim, NodePool
+from kapstan.api.meta import KubeObject
+
+TemplateKey = tuple[str, str, str]
+"""(kind, namespace, name) of a template."""
+
+
+@dataclass
+class Manifests:
+    """Every object kapstan understands, in the order read (pending pods keep manifest order)."""
+
+    workloads: list[Workload] = field(default_factory=list)
+    daemonsets: list[DaemonSet] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    node_claims: list[NodeClaim] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    node_pools: list[NodePool] = field(default_factory=list)
+    node_classes: list[ClusterAPINodeClass] = field(default_factory=list)
+    machine_deployments: list[MachineDeployment] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
+    cluster_classes: list[ClusterClass] = field(default_factory=list)
+    kubeadm_config_templates: dict[TemplateKey, KubeadmConfigTemplate] = field(default_factory=dict)
+    infra_templates: dict[TemplateKey, InfrastructureMachineTemplate] = field(default_factory=dict)
+    config_maps: dict[tuple[str, str], ConfigMap] = field(default_factory=dict)
+
+    def add(self, document: Mapping[str, Any], location: str = "") -> None:
+        """File one decoded object (a `kind: List` adds each item); unknown kinds are ignored."""
+        api_version, kind = document.get("apiVersion"), document.get("kind")
+        if not isinstance(kind, str) or not kind or not isinstance(api_version, str) or not api_version:
+            raise ManifestError("", "", "document has no apiVersion or kind", location)
+        if kind == "List":
+            for index, item in enumerate(document.get("items") or []):
+                self.add(_mapping(item, f"{location}, item {index + 1}"), f"{location}, item {index + 1}")
+            return
+        group, _, version = api_version.rpartition("/")
+        if group == INFRASTRUCTURE_GROUP and kind.endswith("MachineTemplate"):
+            template = InfrastructureMachineTemplate.parse(document, location)
+            self.infra_templates[(kind, template.namespace, template.name)] = template
+            return
+        entry = _KINDS.get((group, kind))
+        if entry is None:
+            return
+        versions, model = entry
+        if version not in versions:
+            expected = " or ".join(f"{group}/{v}" if group else v for v in versions)
+            raise ManifestError(f"{kind} {_name_of(document)}", "apiVersion",
+                                f"unsupported version {api_version} (expected {expected})", location)
+        self._file(model.parse(document, location))
+
+    def _file(self, obj: KubeObject) -> None:
+        match obj:
+            case Pod() | Deployment() | Job():  # ReplicaSet and StatefulSet are Deployments
+                self.workloads.append(obj)
+            case DaemonSet():
+                self.daemonsets.append(obj)
+            case Node():
+                self.nodes.append(obj)
+            case NodeClaim():
+                self.node_claims.append(obj)
+            case PodDisruptionBudget():
+                self.pdbs.append(obj)
+            case Namespace():
+                self.namespaces.append(obj)
+            case NodePool():
+                self.node_pools.append(obj)
+            case ClusterAPINodeClass():
+                self.node_classes.append(obj)
+            case MachineDeployment():
+                self.machine_deployments.append(obj)
+            case Cluster():
+                self.clusters.append(obj)
+            case ClusterClass():
+                self.cluster_classes.append(obj)
+            case KubeadmConfigTemplate():
+                self.kubeadm_config_templates[(obj.kind, obj.namespace, obj.name)] = obj
+            case ConfigMap():
+                self.config_maps[(obj.namespace, obj.name)] = obj
+
+
+_KINDS: dict[tuple[str, str], tuple[tuple[str, ...], type[KubeObject]]] = {
+    ("", "Pod"): (("v1",), Pod),
+    ("", "Node"): (("v1",), Node),
+    ("", "Namespace"): (("v1",), Namespace),
+    ("", "ConfigMap"): (("v1",), ConfigMap),
+    ("apps", "Deployment"): (("v1",), Deployment),
+    ("apps", "ReplicaSet"): (("v1",), ReplicaSet),
+    ("apps", "StatefulSet"): (("v1",), StatefulSet),
+    ("apps", "DaemonSet"): (("v1",), DaemonSet),
+    ("batch", "Job"): (("v1",), Job),
+    ("policy", "PodDisruptionBudget"): (("v1",), PodDisruptionBudget),
+    ("karpenter.sh", "NodePool"): (("v1",), NodePool),
+    ("karpenter.sh", "NodeClaim"): (("v1",), NodeClaim),
+    (NODECLASS_GROUP, "ClusterAPINodeClass"): (("v1alpha1",), ClusterAPINodeClass),
+    (CAPI_GROUP, "MachineDeployment"): (("v1beta2",), MachineDeployment),
+    (CAPI_GROUP, "Cluster"): (("v1beta2",), Cluster),
+    (CAPI_GROUP, "ClusterClass"): (("v1beta2",), ClusterClass),
+    # The join taints sit at the same path in both versions.
+    (BOOTSTRAP_GROUP, "KubeadmConfigTemplate"): (("v1beta1", "v1beta2"), KubeadmConfigTemplate),
+}
+
+
+def load_manifests(paths: Sequence[Path | str]) -> Manifests:
+    """Read YAML files (a directory means its *.yaml and *.yml files, sorted) into one Manifests."""
+    manifests = Manifests()
+    for path in _expand(Path(p) for p in paths):
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise ManifestError(str(path), "", f"cannot read: {error.strerror}") from None
+        add_documents(manifests, text, str(path))
+    return manifests
+
+
+def add_documents(manifests: Manifests, text: str, source: str) -> None:
+    """Add every document of a YAML stream; empty documents are skipped."""
+    index = 0
+    try:
+        for index, document in enumerate(yaml.safe_load_all(text), start=1):
+            if document is not None:
+                location = f"{source}, document {index}"
+                manifests.add(_mapping(document, location), location)
+    except yaml.YAMLError as error:
+        raise ManifestError(source, "", f"document {index + 1}: invalid YAML: {error}") from None
+
+
+def _expand(paths: Iterable[Path]) -> Iterable[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+        else:
+            yield path
+
+
+def _mapping(document: object, location: str) -> Mapping[str, Any]:
+    if not isinstance(document, Mapping):
+        raise ManifestError("", "", f"expected a Kubernetes object, got {type(document).__name__}", location)
+    return document
+
+
+def _name_of(document: Mapping[str, Any]) -> str:
+    metadata = document.get("metadata")
+    return str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
