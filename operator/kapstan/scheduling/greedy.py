@@ -1,0 +1,351 @@
+"""The greedy placement both engines start from.
+
+Pods are placed biggest first on existing nodes, then on claims already opened, then on a new claim from
+the heaviest NodePool that can take them; a pod that fits nowhere has its preferences relaxed one at a
+time (preferences.py). Pods that still fail are retried while the previous round placed something (an
+affinity target may have arrived since). Then improve.py re-packs claims for cost. Everything is
+deterministic: no clocks in decisions, no hash-order iteration, ties broken by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kapstan.scheduling import requirements as reqs
+from kapstan.scheduling import resources as res
+from kapstan.scheduling.counts import SpreadRule, TopologyCounts
+from kapstan.scheduling.model import (
+    CAPACITY_TYPE,
+    CPU,
+    MEMORY,
+    NODEPOOL,
+    ZONE,
+    PlannedNodeClaim,
+    Pod,
+    Snapshot,
+    TopologySpreadConstraint,
+)
+from kapstan.scheduling.preferences import Preferences
+from kapstan.scheduling.targets import OFFERING_KEYS, Claim, ExistingTarget, Flavor, PoolView
+from kapstan.scheduling.topology import spread_group, term_group, untolerated
+
+def pod_order(pod: Pod) -> tuple[int, int, str]:
+    """Biggest first (cpu, then memory), then by name: the order both engines place pods in."""
+    return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.key)
+
+
+@dataclass
+class Checks:
+    """One pod's constraints at one relaxation level, resolved against the topology groups."""
+
+    pod: Pod
+    prefs: Preferences
+    requirements: dict[str, reqs.Requirement]
+    prefer: bool
+    """Whether PreferNoSchedule taints still count."""
+    spread: list[tuple[TopologySpreadConstraint, int, frozenset[str], int]]
+    rules: list[SpreadRule]
+    affinity: list[tuple[int, str, bool]]
+    anti: list[tuple[int, str]]
+    symmetric_anti: list[tuple[int, str]]
+    keys: list[str]
+
+
+class Scheduler:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        catalog = {it.name: it for it in snapshot.instance_types}
+        ordered_pools = sorted(snapshot.node_pools, key=lambda p: (-p.weight, p.name))
+        self.pools = [PoolView.build(p, catalog, snapshot.daemonsets) for p in ordered_pools]
+        self.flavor_keys = {key for it in snapshot.instance_types for key in it.labels}
+        self.flavor_keys.update((*OFFERING_KEYS, NODEPOOL))
+        for pool in snapshot.node_pools:
+            self.flavor_keys.update(pool.labels)
+        self.existing = [ExistingTarget.build(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
+        self.claims: list[Claim] = []
+        self.next_index = 0
+        self.topology = TopologyCounts()
+        self.topology.register(snapshot, [*(p for n in snapshot.nodes for p in n.pods), *snapshot.pods])
+        for target in self.existing:
+            for pod in target.node.pods:
+                self.topology.record(pod, target.domain)
+        self.placed_prefs: dict[str, Preferences] = {}
+        self._rules: dict[str, list[SpreadRule]] = {}
+
+    # -- checks -----------------------------------------------------------------------------------------
+
+    def checks(self, pod: Pod, prefs: Preferences) -> Checks:
+        topo = self.topology
+        spread = []
+        for constraint in prefs.spread():
+            gid = topo.index[spread_group(pod, constraint)]
+            universe = topo.universe(self.snapshot, pod, constraint)
+            spread.append((constraint, gid, universe, int(topo.groups[gid].selects(pod))))
+        rules = self._rules.get(pod.key)
+        if rules is None:
+            selecting = set(topo.selecting(pod))
+            rules = [rule for rule in topo.rules if rule.group in selecting]
+            self._rules[pod.key] = rules
+        affinity = []
+        for term in prefs.affinity():
+            group = term_group(term)
+            affinity.append((topo.index[group], term.topology_key, group.selects(pod)))
+        anti = [(topo.index[term_group(t)], t.topology_key) for t in prefs.anti_affinity()]
+        symmetric = [(gid, topo.groups[gid].key) for gid in topo.selecting(pod) if gid in topo.anti_owners]
+        return Checks(
+            pod,
+            prefs,
+            prefs.node_requirements(),
+            not prefs.tolerate_prefer_no_schedule,
+            spread,
+            rules,
+            affinity,
+            anti,
+            symmetric,
+            sorted(topo.relevant_keys(pod)),
+        )
+
+    def domain_problem(self, checks: Checks, key: str, value: str | None) -> str | None:
+        """Why placing the pod where `key` has `value` breaks a topology constraint, or None."""
+        topo = self.topology
+        for constraint, gid, universe, self_match in checks.spread:
+            if constraint.topology_key != key:
+                continue
+            rule = SpreadRule(gid, constraint, universe)
+            if not topo.rule_allows(rule, value, self_match):
+                return f"topology spread on {key} (maxSkew {constraint.max_skew}) would be exceeded"
+        for rule in checks.rules:
+            if rule.constraint.topology_key == key and value is not None and not topo.rule_allows(rule, value, 1):
+                return f"topology spread on {key} of the pods it belongs with would be exceeded"
+        for gid, term_key, self_selected in checks.affinity:
+            if term_key != key:
+                continue
+            if value is None:
+                return f"pod affinity needs a node labelled {key}"
+            if topo.counts[gid].get(value, 0) == 0 and not (topo.totals[gid] == 0 and self_selected):
+                return f"pod affinity on {key}: no matching pod in that domain"
+        for gid, term_key in checks.anti:
+            if term_key == key and value is not None and topo.counts[gid].get(value, 0) > 0:
+                return f"pod anti-affinity on {key}: a matching pod is already there"
+        for gid, term_key in checks.symmetric_anti:
+            if term_key == key and value is not None and topo.anti_owners[gid].get(value, 0) > 0:
+                return f"anti-affinity of a pod already on {key}={value} excludes it"
+        return None
+
+    def merge(self, base: reqs.Requirements, pod_reqs: reqs.Requirements) -> dict[str, reqs.Requirement] | str:
+        """Base requirements narrowed by the pod's, or a description of the first conflict. A key no pool or
+        flavor defines can only be absent on a new node."""
+        out = dict(base)
+        for key, req in pod_reqs.items():
+            current = out.get(key)
+            if current is None:
+                current = reqs.Requirement.any_value(key) if key in self.flavor_keys else _absent(key)
+            merged = current.intersect(req)
+            if merged.is_empty():
+                return f"requirement {req.describe()} cannot be met (the NodePool allows {current.describe()})"
+            out[key] = merged
+        return out
+
+    # -- targets ----------------------------------------------------------------------------------------
+
+    def fits_existing(self, target: ExistingTarget, checks: Checks) -> bool:
+        node, pod = target.node, checks.pod
+        if node.unschedulable or not res.fits(target.used, pod.requests, node.allocatable):
+            return False
+        if reqs.first_conflict(checks.requirements, node.labels) is not None:
+            return False
+        if untolerated(pod.tolerations, node.taints, prefer=checks.prefer) is not None:
+            return False
+        if any(a.conflicts(b) for a in pod.host_ports for b in target.ports):
+            return False
+        return all(self.domain_problem(checks, key, target.domain(key)) is None for key in checks.keys)
+
+    def place_existing(self, target: ExistingTarget, pod: Pod) -> None:
+        target.used = res.add(target.used, pod.requests)
+        target.ports.extend(pod.host_ports)
+        target.placed.append(pod.key)
+        self.topology.record(pod, target.domain)
+
+    def try_claim(self, claim: Claim, checks: Checks) -> str | None:
+        """Add the pod to the claim if it fits; otherwise say why. Mutates only on success."""
+        pod, view = checks.pod, claim.view
+        taint = untolerated(pod.tolerations, view.pool.taints, prefer=checks.prefer)
+        if taint is not None:
+            return f"does not tolerate the NodePool's taint {taint}"
+        merged = self.merge(claim.requirements, checks.requirements)
+        if isinstance(merged, str):
+            return merged
+        narrowed = any(merged.get(k) != claim.requirements.get(k) for k in checks.requirements)
+        flavors = [
+            f
+            for f in claim.flavors
+            if res.fits(claim.used, pod.requests, f.net)
+            and untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
+            and (not narrowed or f.compatible(merged))
+        ]
+        if not flavors:
+            return "no flavor has room for it"
+        if any(a.conflicts(b) for a in pod.host_ports for b in claim.ports):
+            return "host port already taken"
+        for key in checks.keys:
+            options = claim.domain_options(key, flavors, merged)
+            passing = [v for v in options if self.domain_problem(checks, key, v) is None]
+            if not passing:
+                return self.domain_problem(checks, key, options[0] if options else None) or f"no domain for {key}"
+            if len(options) > 1:
+                value = self.best_domain(checks, key, passing, flavors, merged)
+                reqs.add(merged, reqs.Requirement.exactly(key, value))
+                flavors = [f for f in flavors if f.compatible(merged)]
+                if not flavors:
+                    return f"no flavor is offered with {key}={value}"
+        if any(merged.get(k) != claim.requirements.get(k) for k in OFFERING_KEYS):
+            flavors.sort(key=lambda f: (f.price(merged), f.name))
+        replacing = claim.chosen if claim.pods else None
+        flavors = [f for f in flavors if view.within_limits(f, replacing)]
+        if not flavors:
+            return f"NodePool {view.pool.name} limits reached ({_limits_text(view)})"
+        for req in merged.values():
+            if req.min_values and len({v for f in flavors for v in f.label(req.key, merged)}) < req.min_values:
+                return f"fewer than minValues {req.min_values} flavors left for {req.key}"
+        view.charge(flavors[0], replacing)
+        claim.requirements, claim.flavors = merged, flavors
+        claim.used = res.add(claim.used, pod.requests)
+        claim.pods.append(pod)
+        claim.ports.extend(pod.host_ports)
+        self.topology.record(pod, claim.domain)
+        return None
+
+    def best_domain(
+        self, checks: Checks, key: str, passing: list[str | None], flavors: list[Flavor], merged: reqs.Requirements
+    ) -> str:
+        """Least crowded for the pod's own spread constraints, then cheapest, then by name."""
+
+        def score(value: str | None) -> tuple[int, float, str]:
+            assert value is not None
+            crowd = sum(self.topology.counts[gid].get(value, 0) for c, gid, _, _ in checks.spread if c.topology_key == key)
+            pinned = reqs.intersect(merged, {key: reqs.Requirement.exactly(key, value)})
+            price = min((f.price(pinned) for f in flavors if f.compatible(pinned)), default=float("inf"))
+            return (crowd, price, value)
+
+        best = min(passing, key=score)
+        assert best is not None
+        return best
+
+    def open_claim(self, view: PoolView, checks: Checks, restrict: str | None = None) -> Claim | str:
+        pod = checks.pod
+        merged = self.merge(view.base, checks.requirements)
+        if isinstance(merged, str):
+            return merged
+        flavors = [f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)]
+        if not flavors:
+            return "no flavor matches its requirements"
+        flavors = [f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None]
+        if not flavors:
+            return "it does not tolerate the taints of any flavor"
+        roomy = [f for f in flavors if res.fits({}, pod.requests, f.net)]
+        if not roomy:
+            return _too_big(pod, flavors)
+        claim = Claim(self.next_index, view, dict(view.base), roomy)
+        reason = self.try_claim(claim, checks)
+        if reason is not None:
+            return reason
+        self.next_index += 1
+        self.claims.append(claim)
+        return claim
+
+    # -- the greedy pass --------------------------------------------------------------------------------
+
+    def place(self, checks: Checks, new_claims: bool = True) -> str | None:
+        """Place the pod on the first target that takes it; the reason it failed otherwise."""
+        for target in self.existing:
+            if self.fits_existing(target, checks):
+                self.place_existing(target, checks.pod)
+                return None
+        for claim in self.claims:
+            if self.try_claim(claim, checks) is None:
+                return None
+        if not new_claims:
+            return "no room on the nodes being re-packed"
+        if not self.pools:
+            return "no NodePool exists"
+        reasons = []
+        for view in self.pools:
+            opened = self.open_claim(view, checks)
+            if isinstance(opened, Claim):
+                return None
+            reasons.append(f"NodePool {view.pool.name}: {opened}")
+        return "; ".join(reasons)
+
+    def place_with_relaxation(self, pod: Pod) -> str | None:
+        prefs = Preferences.strict(pod)
+        while True:
+            reason = self.place(self.checks(pod, prefs))
+            if reason is None:
+                self.placed_prefs[pod.key] = prefs
+                return None
+            if not prefs.relax():
+                return reason
+
+    def schedule(self) -> dict[str, str]:
+        """Place every pending pod it can; returns the reasons of those it cannot."""
+        pending = sorted(self.snapshot.pods, key=pod_order)
+        failures: dict[str, str] = {}
+        while pending:
+            failures = {}
+            retry = []
+            for pod in pending:
+                reason = self.place_with_relaxation(pod)
+                if reason is not None:
+                    failures[pod.key] = reason
+                    retry.append(pod)
+            if len(retry) == len(pending):
+                break
+            pending = retry
+        return failures
+
+    # -- output -----------------------------------------------------------------------------------------
+
+    def planned(self, claim: Claim) -> PlannedNodeClaim:
+        flavor, pool = claim.chosen, claim.view.pool
+        offering = flavor.cheapest_offering(claim.requirements)
+        labels = {
+            **flavor.it.labels,
+            **pool.labels,
+            NODEPOOL: pool.name,
+            ZONE: offering.zone,
+            CAPACITY_TYPE: offering.capacity_type,
+        }
+        for key, req in claim.requirements.items():
+            value = req.single_value()
+            if key not in labels and value is not None:
+                labels[key] = value
+        return PlannedNodeClaim(
+            node_pool=pool.name,
+            instance_type=flavor.name,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            price_per_hour=offering.price,
+            pods=tuple(p.key for p in claim.pods),
+            labels=dict(sorted(labels.items())),
+        )
+
+
+def _absent(key: str) -> reqs.Requirement:
+    return reqs.Requirement(key, False, frozenset(), True)
+
+
+def _limits_text(view: PoolView) -> str:
+    return ", ".join(
+        f"{key} limit {res.describe(key, view.pool.limits[key])}, {res.describe(key, max(left, 0))} left"
+        for key, left in sorted(view.remaining.items())
+    )
+
+
+def _too_big(pod: Pod, flavors: list[Flavor]) -> str:
+    largest = max(flavors, key=lambda f: (f.net.get(CPU, 0), f.net.get(MEMORY, 0), f.name))
+    short = res.first_shortfall({}, pod.requests, largest.net) or CPU
+    return (
+        f"no flavor is big enough: it requests {short}={res.describe(short, pod.requests.get(short, 0))}, "
+        f"the largest flavor {largest.name} has {res.describe(short, max(largest.net.get(short, 0), 0))} "
+        "allocatable after DaemonSets"
+    )

@@ -1,0 +1,22 @@
+"""The pure-Python engine: the reference the Rust core is tested against, and the fallback without it."""
+
+from __future__ import annotations
+
+import time
+
+from kapstan.scheduling.greedy import Scheduler
+from kapstan.scheduling.improve import improve
+from kapstan.scheduling.model import Plan, Snapshot
+
+ENGINE = "python"
+
+
+def solve(snapshot: Snapshot) -> Plan:
+    started = time.perf_counter()
+    scheduler = Scheduler(snapshot)
+    failures = scheduler.schedule()
+    improve(scheduler)
+    existing = {t.node.name: tuple(t.placed) for t in scheduler.existing}
+    claims = tuple(scheduler.planned(c) for c in sorted(scheduler.claims, key=lambda c: c.index))
+    unschedulable = {pod.key: failures[pod.key] for pod in snapshot.pods if pod.key in failures}
+    return Plan(ENGINE, claims, existing, unschedulable, time.perf_counter() - started)

@@ -1,0 +1,208 @@
+"""Where a pod can go: an existing node, or a NodeClaim being planned (a `Claim`) inside a NodePool.
+
+A claim keeps the flavors that could still hold everything placed on it, cheapest first; its price is
+that of its cheapest remaining flavor. Requirements only narrow as pods join, so flavors only drop out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kapstan.scheduling import requirements as reqs
+from kapstan.scheduling import resources as res
+from kapstan.scheduling.model import (
+    CAPACITY_TYPE,
+    HOSTNAME,
+    NODEPOOL,
+    ZONE,
+    DaemonSet,
+    HostPort,
+    InstanceType,
+    Node,
+    NodePool,
+    Offering,
+    Pod,
+    Taint,
+)
+from kapstan.scheduling.topology import matches_node, untolerated
+
+OFFERING_KEYS = (ZONE, CAPACITY_TYPE)
+
+
+@dataclass
+class Flavor:
+    """One instance type as one NodePool sees it: allocatable minus that pool's DaemonSet overhead."""
+
+    it: InstanceType
+    net: dict[str, int]
+    overhead: dict[str, int]
+
+    @property
+    def name(self) -> str:
+        return self.it.name
+
+    def offerings(self, requirements: reqs.Requirements) -> list[Offering]:
+        zone = requirements.get(ZONE)
+        capacity_type = requirements.get(CAPACITY_TYPE)
+        return [
+            o
+            for o in self.it.offerings
+            if o.available
+            and (zone is None or zone.has(o.zone))
+            and (capacity_type is None or capacity_type.has(o.capacity_type))
+        ]
+
+    def price(self, requirements: reqs.Requirements) -> float:
+        prices = [o.price for o in self.offerings(requirements)]
+        return min(prices) if prices else float("inf")
+
+    def cheapest_offering(self, requirements: reqs.Requirements) -> Offering:
+        return min(self.offerings(requirements), key=lambda o: (o.price, o.zone, o.capacity_type))
+
+    def compatible(self, requirements: reqs.Requirements) -> bool:
+        """Whether a node of this flavor can meet the requirements on the labels the flavor defines."""
+        for req in requirements.values():
+            if req.key in OFFERING_KEYS:
+                continue
+            if req.key in self.it.labels and not req.has(self.it.labels[req.key]):
+                return False
+        if ZONE in requirements or CAPACITY_TYPE in requirements:
+            return bool(self.offerings(requirements))
+        return True
+
+    def label(self, key: str, requirements: reqs.Requirements) -> list[str]:
+        """Values this flavor can give the label `key` under the requirements."""
+        if key in OFFERING_KEYS:
+            index = OFFERING_KEYS.index(key)
+            return sorted({(o.zone, o.capacity_type)[index] for o in self.offerings(requirements)})
+        value = self.it.labels.get(key)
+        return [] if value is None else [value]
+
+
+def daemonset_overhead(daemonsets: tuple[DaemonSet, ...], labels: Mapping[str, str], taints: list[Taint]) -> dict[str, int]:
+    """Requests of the DaemonSet pods that a node with these labels and taints would run."""
+    running = [
+        ds.pod.requests
+        for ds in daemonsets
+        if matches_node(ds.pod, labels) and untolerated(ds.pod.tolerations, taints, prefer=False) is None
+    ]
+    return res.total(running)
+
+
+@dataclass
+class PoolView:
+    pool: NodePool
+    base: dict[str, reqs.Requirement]
+    flavors: list[Flavor]
+    """Flavors whose labels meet the pool's requirements, cheapest first."""
+    remaining: dict[str, int]
+    """Limits left for this solve (only limited resources; `nodes` counts claims)."""
+
+    @staticmethod
+    def build(pool: NodePool, catalog: Mapping[str, InstanceType], daemonsets: tuple[DaemonSet, ...]) -> PoolView:
+        base = reqs.build(pool.requirements, {**pool.labels, NODEPOOL: pool.name})
+        names = pool.instance_types if pool.instance_types is not None else tuple(sorted(catalog))
+        flavors: list[Flavor] = []
+        for name in names:
+            it = catalog.get(name)
+            if it is None:
+                continue
+            labels = {**it.labels, **pool.labels, NODEPOOL: pool.name}
+            if it.offerings:
+                cheapest = min(it.offerings, key=lambda o: (o.price, o.zone))
+                labels.update({ZONE: cheapest.zone, CAPACITY_TYPE: cheapest.capacity_type})
+            overhead = daemonset_overhead(daemonsets, labels, [*pool.taints, *it.taints])
+            flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead)
+            if flavor.compatible(base):
+                flavors.append(flavor)
+        flavors.sort(key=lambda f: (f.price(base), f.name))
+        remaining = {key: limit - pool.usage.get(key, 0) for key, limit in pool.limits.items()}
+        return PoolView(pool, base, flavors, remaining)
+
+    def within_limits(self, flavor: Flavor, replacing: Flavor | None) -> bool:
+        for key, left in self.remaining.items():
+            if key == "nodes":
+                need = 0 if replacing is not None else 1000
+            else:
+                need = flavor.it.capacity.get(key, 0) - (replacing.it.capacity.get(key, 0) if replacing else 0)
+            if need > left:
+                return False
+        return True
+
+    def charge(self, flavor: Flavor | None, replacing: Flavor | None) -> None:
+        """Move this pool's limit accounting from `replacing` to `flavor` (either may be None)."""
+        for key in self.remaining:
+            if key == "nodes":
+                delta = (1000 if flavor else 0) - (1000 if replacing else 0)
+            else:
+                delta = (flavor.it.capacity.get(key, 0) if flavor else 0) - (
+                    replacing.it.capacity.get(key, 0) if replacing else 0
+                )
+            self.remaining[key] -= delta
+
+
+@dataclass
+class ExistingTarget:
+    node: Node
+    used: dict[str, int]
+    ports: list[HostPort]
+    placed: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def build(node: Node) -> ExistingTarget:
+        used = res.total(p.requests for p in node.pods)
+        ports = [port for p in node.pods for port in p.host_ports]
+        return ExistingTarget(node, used, ports)
+
+    def domain(self, key: str) -> str | None:
+        return self.node.labels.get(key)
+
+
+@dataclass
+class Claim:
+    index: int
+    view: PoolView
+    requirements: dict[str, reqs.Requirement]
+    flavors: list[Flavor]
+    used: dict[str, int] = field(default_factory=dict)
+    pods: list[Pod] = field(default_factory=list)
+    ports: list[HostPort] = field(default_factory=list)
+
+    @property
+    def hostname(self) -> str:
+        # A slash keeps it from ever equalling a real node name.
+        return f"{self.view.pool.name}/claim-{self.index}"
+
+    @property
+    def chosen(self) -> Flavor:
+        return self.flavors[0]
+
+    @property
+    def price(self) -> float:
+        return self.chosen.price(self.requirements)
+
+    def domain_options(self, key: str, flavors: list[Flavor], requirements: reqs.Requirements) -> list[str | None]:
+        """Values the label `key` could still take on this claim's node, given candidate flavors."""
+        if key == HOSTNAME:
+            return [self.hostname]
+        req = requirements.get(key)
+        pinned = req.single_value() if req else None
+        if pinned is not None:
+            return [pinned]
+        if key in OFFERING_KEYS or any(key in f.it.labels for f in flavors):
+            values = sorted({v for f in flavors for v in f.label(key, requirements) if req is None or req.has(v)})
+            return list(values)
+        if req is not None and not req.complement:
+            return sorted(req.values)
+        return [None]
+
+    def domain(self, key: str) -> str | None:
+        options = self.domain_options(key, self.flavors, self.requirements)
+        return options[0] if len(options) == 1 else None
+
+    def snapshot_state(self) -> tuple[object, ...]:
+        return (dict(self.requirements), list(self.flavors), dict(self.used), list(self.pods), list(self.ports))
+
+    def restore_state(self, state: tuple[object, ...]) -> None:
+        self.requirements, self.flavors, self.used, self.pods, self.ports = state  # type: ignore[assignment]
