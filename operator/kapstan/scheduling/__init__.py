@@ -28,5 +28,7 @@ def solve(snapshot: Snapshot, engine: str | None = None) -> Plan:
     try:
         run = ENGINES[name]
     except KeyError:
-        raise ValueError(f"unknown scheduling engine {name!r}; available: {', '.join(sorted(ENGINES))}") from None
+        raise ValueError(
+            f"unknown scheduling engine {name!r}; available: {', '.join(sorted(ENGINES))}"
+        ) from None
     return run(snapshot)

@@ -29,6 +29,7 @@ from kapstan.scheduling.preferences import Preferences
 from kapstan.scheduling.targets import OFFERING_KEYS, Claim, ExistingTarget, Flavor, PoolView
 from kapstan.scheduling.topology import spread_group, term_group, untolerated
 
+
 def pod_order(pod: Pod) -> tuple[int, int, str]:
     """Biggest first (cpu, then memory), then by name: the order both engines place pods in."""
     return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.key)
@@ -115,7 +116,11 @@ class Scheduler:
             if not topo.rule_allows(rule, value, self_match):
                 return f"topology spread on {key} (maxSkew {constraint.max_skew}) would be exceeded"
         for rule in checks.rules:
-            if rule.constraint.topology_key == key and value is not None and not topo.rule_allows(rule, value, 1):
+            if (
+                rule.constraint.topology_key == key
+                and value is not None
+                and not topo.rule_allows(rule, value, 1)
+            ):
                 return f"topology spread on {key} of the pods it belongs with would be exceeded"
         for gid, term_key, self_selected in checks.affinity:
             if term_key != key:
@@ -132,7 +137,9 @@ class Scheduler:
                 return f"anti-affinity of a pod already on {key}={value} excludes it"
         return None
 
-    def merge(self, base: reqs.Requirements, pod_reqs: reqs.Requirements) -> dict[str, reqs.Requirement] | str:
+    def merge(
+        self, base: reqs.Requirements, pod_reqs: reqs.Requirements
+    ) -> dict[str, reqs.Requirement] | str:
         """Base requirements narrowed by the pod's, or a description of the first conflict. A key no pool or
         flavor defines can only be absent on a new node."""
         out = dict(base)
@@ -142,7 +149,9 @@ class Scheduler:
                 current = reqs.Requirement.any_value(key) if key in self.flavor_keys else _absent(key)
             merged = current.intersect(req)
             if merged.is_empty():
-                return f"requirement {req.describe()} cannot be met (the NodePool allows {current.describe()})"
+                return (
+                    f"requirement {req.describe()} cannot be met (the NodePool allows {current.describe()})"
+                )
             out[key] = merged
         return out
 
@@ -191,7 +200,10 @@ class Scheduler:
             options = claim.domain_options(key, flavors, merged)
             passing = [v for v in options if self.domain_problem(checks, key, v) is None]
             if not passing:
-                return self.domain_problem(checks, key, options[0] if options else None) or f"no domain for {key}"
+                return (
+                    self.domain_problem(checks, key, options[0] if options else None)
+                    or f"no domain for {key}"
+                )
             if len(options) > 1:
                 value = self.best_domain(checks, key, passing, flavors, merged)
                 reqs.add(merged, reqs.Requirement.exactly(key, value))
@@ -205,7 +217,10 @@ class Scheduler:
         if not flavors:
             return f"NodePool {view.pool.name} limits reached ({_limits_text(view)})"
         for req in merged.values():
-            if req.min_values and len({v for f in flavors for v in f.label(req.key, merged)}) < req.min_values:
+            if (
+                req.min_values
+                and len({v for f in flavors for v in f.label(req.key, merged)}) < req.min_values
+            ):
                 return f"fewer than minValues {req.min_values} flavors left for {req.key}"
         view.charge(flavors[0], replacing)
         claim.requirements, claim.flavors = merged, flavors
@@ -216,13 +231,22 @@ class Scheduler:
         return None
 
     def best_domain(
-        self, checks: Checks, key: str, passing: list[str | None], flavors: list[Flavor], merged: reqs.Requirements
+        self,
+        checks: Checks,
+        key: str,
+        passing: list[str | None],
+        flavors: list[Flavor],
+        merged: reqs.Requirements,
     ) -> str:
         """Least crowded for the pod's own spread constraints, then cheapest, then by name."""
 
         def score(value: str | None) -> tuple[int, float, str]:
             assert value is not None
-            crowd = sum(self.topology.counts[gid].get(value, 0) for c, gid, _, _ in checks.spread if c.topology_key == key)
+            crowd = sum(
+                self.topology.counts[gid].get(value, 0)
+                for c, gid, _, _ in checks.spread
+                if c.topology_key == key
+            )
             pinned = reqs.intersect(merged, {key: reqs.Requirement.exactly(key, value)})
             price = min((f.price(pinned) for f in flavors if f.compatible(pinned)), default=float("inf"))
             return (crowd, price, value)
@@ -236,10 +260,14 @@ class Scheduler:
         merged = self.merge(view.base, checks.requirements)
         if isinstance(merged, str):
             return merged
-        flavors = [f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)]
+        flavors = [
+            f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)
+        ]
         if not flavors:
-            return "no flavor matches its requirements"
-        flavors = [f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None]
+            return _unmatched(view, checks.requirements, merged, restrict)
+        flavors = [
+            f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
+        ]
         if not flavors:
             return "it does not tolerate the taints of any flavor"
         roomy = [f for f in flavors if res.fits({}, pod.requests, f.net)]
@@ -339,6 +367,17 @@ def _limits_text(view: PoolView) -> str:
         f"{key} limit {res.describe(key, view.pool.limits[key])}, {res.describe(key, max(left, 0))} left"
         for key, left in sorted(view.remaining.items())
     )
+
+
+def _unmatched(
+    view: PoolView, pod_reqs: reqs.Requirements, merged: reqs.Requirements, restrict: str | None
+) -> str:
+    """Name the pod requirement that no flavor of the pool can meet."""
+    candidates = [f for f in view.flavors if restrict is None or f.name == restrict]
+    for key in pod_reqs:
+        if not any(f.compatible({key: merged[key]}) for f in candidates):
+            return f"no flavor matches {pod_reqs[key].describe()}"
+    return "no flavor matches all of its requirements together"
 
 
 def _too_big(pod: Pod, flavors: list[Flavor]) -> str:

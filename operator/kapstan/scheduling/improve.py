@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kapstan.scheduling.model import HOSTNAME, Pod
 from kapstan.scheduling.greedy import Scheduler, pod_order
+from kapstan.scheduling.model import HOSTNAME, Pod
 from kapstan.scheduling.targets import Claim, Flavor
 from kapstan.scheduling.topology import term_group
 
@@ -115,7 +115,9 @@ def _put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
     scheduler.claims.sort(key=lambda c: c.index)
 
 
-def _replace(scheduler: Scheduler, pods: list[Pod], restrict: str | None, budget: Budget) -> list[Claim] | None:
+def _replace(
+    scheduler: Scheduler, pods: list[Pod], restrict: str | None, budget: Budget
+) -> list[Claim] | None:
     """Place the pods on new claims only, held to `restrict` where it fits; None (and nothing left
     behind) when some pod cannot be placed."""
     created: list[Claim] = []

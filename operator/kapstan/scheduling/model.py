@@ -30,7 +30,9 @@ Resources = Mapping[str, int]
 """Resource name to amount in milli-units."""
 
 NodeOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
-NODE_OPERATORS: frozenset[str] = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"})
+NODE_OPERATORS: frozenset[str] = frozenset(
+    {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"}
+)
 LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 LABEL_OPERATORS: frozenset[str] = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -310,7 +312,9 @@ class Plan:
                 for c in self.node_claims
             ],
             "existingNodes": [
-                {"node": name, "pods": list(pods)} for name, pods in sorted(self.existing_nodes.items()) if pods
+                {"node": name, "pods": list(pods)}
+                for name, pods in sorted(self.existing_nodes.items())
+                if pods
             ],
             "unschedulable": [{"pod": pod, "reason": reason} for pod, reason in self.unschedulable.items()],
             "totalPricePerHour": self.total_price_per_hour,

@@ -163,7 +163,9 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
 Requirements = Mapping[str, Requirement]
 
 
-def build(reqs: Iterable[NodeSelectorRequirement], labels: Mapping[str, str] | None = None) -> dict[str, Requirement]:
+def build(
+    reqs: Iterable[NodeSelectorRequirement], labels: Mapping[str, str] | None = None
+) -> dict[str, Requirement]:
     """Requirements from selector requirements (ANDed) and exact labels (a nodeSelector or template labels)."""
     out: dict[str, Requirement] = {}
     for key, value in (labels or {}).items():

@@ -80,7 +80,9 @@ class Flavor:
         return [] if value is None else [value]
 
 
-def daemonset_overhead(daemonsets: tuple[DaemonSet, ...], labels: Mapping[str, str], taints: list[Taint]) -> dict[str, int]:
+def daemonset_overhead(
+    daemonsets: tuple[DaemonSet, ...], labels: Mapping[str, str], taints: list[Taint]
+) -> dict[str, int]:
     """Requests of the DaemonSet pods that a node with these labels and taints would run."""
     running = [
         ds.pod.requests
@@ -100,7 +102,9 @@ class PoolView:
     """Limits left for this solve (only limited resources; `nodes` counts claims)."""
 
     @staticmethod
-    def build(pool: NodePool, catalog: Mapping[str, InstanceType], daemonsets: tuple[DaemonSet, ...]) -> PoolView:
+    def build(
+        pool: NodePool, catalog: Mapping[str, InstanceType], daemonsets: tuple[DaemonSet, ...]
+    ) -> PoolView:
         base = reqs.build(pool.requirements, {**pool.labels, NODEPOOL: pool.name})
         names = pool.instance_types if pool.instance_types is not None else tuple(sorted(catalog))
         flavors: list[Flavor] = []
@@ -125,7 +129,9 @@ class PoolView:
             if key == "nodes":
                 need = 0 if replacing is not None else 1000
             else:
-                need = flavor.it.capacity.get(key, 0) - (replacing.it.capacity.get(key, 0) if replacing else 0)
+                need = flavor.it.capacity.get(key, 0) - (
+                    replacing.it.capacity.get(key, 0) if replacing else 0
+                )
             if need > left:
                 return False
         return True
@@ -182,7 +188,9 @@ class Claim:
     def price(self) -> float:
         return self.chosen.price(self.requirements)
 
-    def domain_options(self, key: str, flavors: list[Flavor], requirements: reqs.Requirements) -> list[str | None]:
+    def domain_options(
+        self, key: str, flavors: list[Flavor], requirements: reqs.Requirements
+    ) -> list[str | None]:
         """Values the label `key` could still take on this claim's node, given candidate flavors."""
         if key == HOSTNAME:
             return [self.hostname]
@@ -191,18 +199,12 @@ class Claim:
         if pinned is not None:
             return [pinned]
         if key in OFFERING_KEYS or any(key in f.it.labels for f in flavors):
-            values = sorted({v for f in flavors for v in f.label(key, requirements) if req is None or req.has(v)})
-            return list(values)
+            values = {v for f in flavors for v in f.label(key, requirements) if req is None or req.has(v)}
+            return [*sorted(values)]
         if req is not None and not req.complement:
-            return sorted(req.values)
+            return [*sorted(req.values)]
         return [None]
 
     def domain(self, key: str) -> str | None:
         options = self.domain_options(key, self.flavors, self.requirements)
         return options[0] if len(options) == 1 else None
-
-    def snapshot_state(self) -> tuple[object, ...]:
-        return (dict(self.requirements), list(self.flavors), dict(self.used), list(self.pods), list(self.ports))
-
-    def restore_state(self, state: tuple[object, ...]) -> None:
-        self.requirements, self.flavors, self.used, self.pods, self.ports = state  # type: ignore[assignment]

@@ -54,7 +54,9 @@ def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
 
 
-def untolerated(tolerations: tuple[Toleration, ...], taints: Iterable[Taint], *, prefer: bool) -> Taint | None:
+def untolerated(
+    tolerations: tuple[Toleration, ...], taints: Iterable[Taint], *, prefer: bool
+) -> Taint | None:
     """The first taint the pod does not tolerate; PreferNoSchedule counts only when `prefer` is set."""
     for taint in taints:
         if taint.effect == "PreferNoSchedule" and not prefer:
@@ -140,7 +142,9 @@ def spread_universe(snapshot: Snapshot, pod: Pod, constraint: TopologySpreadCons
     return frozenset(values)
 
 
-def min_count(constraint: TopologySpreadConstraint, universe: frozenset[str], counts: Mapping[str, int]) -> int:
+def min_count(
+    constraint: TopologySpreadConstraint, universe: frozenset[str], counts: Mapping[str, int]
+) -> int:
     """kube-scheduler's global minimum: zero for hostname (a new node is an empty domain) or when fewer
     domains exist than minDomains."""
     if constraint.topology_key == HOSTNAME or not universe or len(universe) < constraint.min_domains:

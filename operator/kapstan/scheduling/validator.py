@@ -1,0 +1,246 @@
+"""Checks any plan against its snapshot, independently of how the plan was made.
+
+It looks only at the final state: which pods end up on which node, with which labels, taints and
+capacity. Every hard constraint is checked (preferences are not: they are allowed to be relaxed). The
+tests run it on every plan either engine produces, so a solver bug shows up as a named violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kapstan.scheduling import requirements as reqs
+from kapstan.scheduling import resources as res
+from kapstan.scheduling.model import (
+    CAPACITY_TYPE,
+    HOSTNAME,
+    NODEPOOL,
+    ZONE,
+    HostPort,
+    Plan,
+    Pod,
+    Snapshot,
+    Taint,
+    TopologySpreadConstraint,
+)
+from kapstan.scheduling.topology import (
+    Group,
+    matches_node,
+    min_count,
+    spread_group,
+    spread_universe,
+    term_group,
+    untolerated,
+)
+
+
+@dataclass
+class _Host:
+    """A node in the final state: an existing node or a planned claim."""
+
+    name: str
+    labels: dict[str, str]
+    allocatable: Mapping[str, int]
+    taints: tuple[Taint, ...]
+    existing_pods: list[Pod]
+    placed: list[Pod] = field(default_factory=list)
+    overhead: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def pods(self) -> list[Pod]:
+        return [*self.existing_pods, *self.placed]
+
+
+def validate(snapshot: Snapshot, plan: Plan) -> list[str]:
+    """Every way the plan breaks a hard constraint of the snapshot; empty when the plan is valid."""
+    violations: list[str] = []
+    pods = {pod.key: pod for pod in snapshot.pods}
+    hosts = _hosts(snapshot, plan, pods, violations)
+    _check_accounting(plan, pods, violations)
+    _check_limits(snapshot, plan, violations)
+    for host in hosts:
+        _check_host(host, violations)
+    _check_topology(snapshot, hosts, violations)
+    return violations
+
+
+def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: list[str]) -> list[_Host]:
+    hosts: list[_Host] = []
+    nodes = {node.name: node for node in snapshot.nodes}
+    for node in snapshot.nodes:
+        host = _Host(node.name, dict(node.labels), node.allocatable, node.taints, list(node.pods))
+        for key in plan.existing_nodes.get(node.name, ()):
+            if key in pods:
+                host.placed.append(pods[key])
+        if node.unschedulable and host.placed:
+            violations.append(f"node {node.name} is cordoned but the plan places pods on it")
+        hosts.append(host)
+    for name in plan.existing_nodes:
+        if name not in nodes:
+            violations.append(f"plan places pods on unknown node {name}")
+    pools = {pool.name: pool for pool in snapshot.node_pools}
+    flavors = {it.name: it for it in snapshot.instance_types}
+    for index, claim in enumerate(plan.node_claims):
+        label = f"nodeclaim #{index} ({claim.node_pool}/{claim.instance_type})"
+        pool, flavor = pools.get(claim.node_pool), flavors.get(claim.instance_type)
+        if pool is None or flavor is None:
+            violations.append(f"{label}: unknown NodePool or flavor")
+            continue
+        if pool.instance_types is not None and flavor.name not in pool.instance_types:
+            violations.append(f"{label}: flavor is not offered to NodePool {pool.name}")
+        offers = [
+            o
+            for o in flavor.offerings
+            if o.zone == claim.zone and o.capacity_type == claim.capacity_type and o.available
+        ]
+        if not offers:
+            violations.append(f"{label}: no available offering in {claim.zone}/{claim.capacity_type}")
+        elif abs(min(o.price for o in offers) - claim.price_per_hour) > 1e-9:
+            violations.append(f"{label}: price {claim.price_per_hour} is not the offering's")
+        labels = dict(claim.labels)
+        expected = {
+            **flavor.labels,
+            **pool.labels,
+            NODEPOOL: pool.name,
+            ZONE: claim.zone,
+            CAPACITY_TYPE: claim.capacity_type,
+        }
+        for key, value in expected.items():
+            if labels.get(key) != value:
+                violations.append(f"{label}: label {key}={labels.get(key)} should be {value}")
+        conflict = reqs.first_conflict(reqs.build(pool.requirements), labels)
+        if conflict is not None:
+            violations.append(f"{label}: breaks NodePool requirement {conflict.describe()}")
+        labels[HOSTNAME] = f"{pool.name}/plan-{index}"
+        taints = (*pool.taints, *flavor.taints)
+        host = _Host(labels[HOSTNAME], labels, flavor.allocatable, taints, [])
+        host.overhead = res.total(
+            ds.pod.requests
+            for ds in snapshot.daemonsets
+            if matches_node(ds.pod, labels) and untolerated(ds.pod.tolerations, taints, prefer=False) is None
+        )
+        for key in claim.pods:
+            if key in pods:
+                host.placed.append(pods[key])
+        hosts.append(host)
+    return hosts
+
+
+def _check_accounting(plan: Plan, pods: Mapping[str, Pod], violations: list[str]) -> None:
+    seen: dict[str, int] = {}
+    for placed in [*plan.existing_nodes.values(), *(c.pods for c in plan.node_claims)]:
+        for key in placed:
+            seen[key] = seen.get(key, 0) + 1
+    for key, count in seen.items():
+        if key not in pods:
+            violations.append(f"plan places unknown pod {key}")
+        elif count > 1:
+            violations.append(f"pod {key} is placed {count} times")
+        if key in plan.unschedulable:
+            violations.append(f"pod {key} is both placed and unschedulable")
+    for key in pods:
+        if key not in seen and key not in plan.unschedulable:
+            violations.append(f"pod {key} is neither placed nor reported unschedulable")
+        if key in plan.unschedulable and not plan.unschedulable[key].strip():
+            violations.append(f"pod {key} is unschedulable without a reason")
+
+
+def _check_limits(snapshot: Snapshot, plan: Plan, violations: list[str]) -> None:
+    flavors = {it.name: it for it in snapshot.instance_types}
+    for pool in snapshot.node_pools:
+        claims = [c for c in plan.node_claims if c.node_pool == pool.name and c.instance_type in flavors]
+        used = res.add(pool.usage, res.total(flavors[c.instance_type].capacity for c in claims))
+        used["nodes"] = pool.usage.get("nodes", 0) + 1000 * len(claims)
+        for key, limit in pool.limits.items():
+            if used.get(key, 0) > limit and claims:
+                violations.append(f"NodePool {pool.name}: limit {key} exceeded ({used[key]} > {limit} milli)")
+
+
+def _check_host(host: _Host, violations: list[str]) -> None:
+    demand = res.add(host.overhead, res.total(p.requests for p in host.pods))
+    short = res.first_shortfall({}, demand, host.allocatable)
+    if short is not None and host.placed:
+        violations.append(
+            f"{host.name}: {short} over-committed ({demand[short]} > {host.allocatable.get(short, 0)})"
+        )
+    ports: list[HostPort] = [port for p in host.existing_pods for port in p.host_ports]
+    for pod in host.placed:
+        if not matches_node(pod, host.labels):
+            violations.append(f"{pod.key} on {host.name}: node selector or required node affinity not met")
+        taint = untolerated(pod.tolerations, host.taints, prefer=False)
+        if taint is not None:
+            violations.append(f"{pod.key} on {host.name}: does not tolerate taint {taint}")
+        for port in pod.host_ports:
+            if any(port.conflicts(other) for other in ports):
+                violations.append(f"{pod.key} on {host.name}: host port {port.port}/{port.protocol} conflict")
+            ports.append(port)
+
+
+def _check_topology(snapshot: Snapshot, hosts: list[_Host], violations: list[str]) -> None:
+    located = [(pod, host) for host in hosts for pod in host.pods]
+    cache: dict[tuple[Group, str], dict[str, int]] = {}
+
+    def counts(group: Group, key: str) -> dict[str, int]:
+        """Pods the group selects, per value of `key`, in the final state."""
+        found = cache.get((group, key))
+        if found is None:
+            found = {}
+            for pod, host in located:
+                value = host.labels.get(key)
+                if value is not None and group.selects(pod):
+                    found[value] = found.get(value, 0) + 1
+            cache[(group, key)] = found
+        return found
+
+    owners = [(pod, host, term) for pod, host in located for term in pod.anti_affinity]
+    for host in hosts:
+        for pod in host.placed:
+            for term in pod.affinity:
+                group, key = term_group(term), term.topology_key
+                domain, per_domain = host.labels.get(key), counts(group, key)
+                itself = 1 if group.selects(pod) else 0
+                here = per_domain.get(domain, 0) - itself if domain is not None else 0
+                elsewhere = sum(per_domain.values()) - itself
+                if here <= 0 and (elsewhere > 0 or not itself):
+                    violations.append(f"{pod.key} on {host.name}: required pod affinity on {key} not met")
+            for term in pod.anti_affinity:
+                group, key = term_group(term), term.topology_key
+                domain = host.labels.get(key)
+                itself = 1 if group.selects(pod) else 0
+                if domain is not None and counts(group, key).get(domain, 0) - itself > 0:
+                    violations.append(f"{pod.key} on {host.name}: anti-affinity on {key} with a matching pod")
+            for owner, owner_host, term in owners:
+                domain = owner_host.labels.get(term.topology_key)
+                if (
+                    owner.key != pod.key
+                    and domain is not None
+                    and host.labels.get(term.topology_key) == domain
+                    and term_group(term).selects(pod)
+                ):
+                    violations.append(f"{pod.key} on {host.name}: excluded by anti-affinity of {owner.key}")
+            for constraint in pod.spread:
+                if constraint.when_unsatisfiable == "DoNotSchedule":
+                    _check_spread(snapshot, pod, host, constraint, counts, violations)
+
+
+def _check_spread(
+    snapshot: Snapshot,
+    pod: Pod,
+    host: _Host,
+    constraint: TopologySpreadConstraint,
+    counts: Callable[[Group, str], dict[str, int]],
+    violations: list[str],
+) -> None:
+    key = constraint.topology_key
+    domain = host.labels.get(key)
+    if domain is None:
+        violations.append(f"{pod.key} on {host.name}: node has no {key} label for topology spread")
+        return
+    per_domain = counts(spread_group(pod, constraint), key)
+    universe = spread_universe(snapshot, pod, constraint) if key != HOSTNAME else frozenset()
+    skew = per_domain.get(domain, 0) - min_count(constraint, universe, per_domain)
+    if skew > constraint.max_skew:
+        violations.append(
+            f"{pod.key} on {host.name}: topology spread on {key} skew {skew} > maxSkew {constraint.max_skew}"
+        )
