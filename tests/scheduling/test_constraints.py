@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from builders import GI, MI, article_flavors, make_daemonset, make_flavor, make_node, make_nodepool, make_pod, snapshot
 
+from builders import (
+    GI,
+    MI,
+    article_flavors,
+    make_daemonset,
+    make_flavor,
+    make_node,
+    make_nodepool,
+    make_pod,
+    snapshot,
+)
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import (
     ARCH,
@@ -109,7 +119,9 @@ def test_hostname_anti_affinity_needs_one_node_each(engine: str) -> None:
     plan = plan_for(snapshot([web("a", anti_affinity=anti), web("b", anti_affinity=anti)]), engine)
     assert flavors_of(plan) == ["c3-4", "c3-4"]
     one_node = (make_nodepool(limits={"nodes": 1000}),)
-    plan = plan_for(snapshot([web("a", anti_affinity=anti), web("b", anti_affinity=anti)], pools=one_node), engine)
+    plan = plan_for(
+        snapshot([web("a", anti_affinity=anti), web("b", anti_affinity=anti)], pools=one_node), engine
+    )
     assert len(plan.node_claims) == 1
     assert len(plan.unschedulable) == 1
     assert "nodes limit" in next(iter(plan.unschedulable.values()))
@@ -117,7 +129,9 @@ def test_hostname_anti_affinity_needs_one_node_each(engine: str) -> None:
 
 def test_anti_affinity_of_a_running_pod_keeps_newcomers_away(engine: str) -> None:
     c3_16 = article_flavors()[2]
-    guard = make_pod("guard", 1, labels={"app": "guard"}, anti_affinity=(PodAffinityTerm(APP, HOSTNAME, ("default",)),))
+    guard = make_pod(
+        "guard", 1, labels={"app": "guard"}, anti_affinity=(PodAffinityTerm(APP, HOSTNAME, ("default",)),)
+    )
     node = make_node("n1", c3_16, zone="nova", pods=(guard,))
     plan = plan_for(snapshot([web("a")], nodes=(node,)), engine)
     assert plan.existing_nodes.get("n1", ()) == ()
@@ -191,7 +205,9 @@ def test_host_ports_conflict_on_one_node(engine: str) -> None:
     plan = plan_for(snapshot([make_pod(f"p{i}", 0.2, host_ports=port) for i in range(2)]), engine)
     assert len(plan.node_claims) == 2
     udp = (HostPort(8080, "UDP"),)
-    plan = plan_for(snapshot([make_pod("tcp", 0.2, host_ports=port), make_pod("udp", 0.2, host_ports=udp)]), engine)
+    plan = plan_for(
+        snapshot([make_pod("tcp", 0.2, host_ports=port), make_pod("udp", 0.2, host_ports=udp)]), engine
+    )
     assert len(plan.node_claims) == 1
 
 
@@ -212,7 +228,9 @@ def test_nodepool_labels_and_requirements_reach_the_claim(engine: str) -> None:
     plan = plan_for(snapshot([make_pod("p", 1, node_selector={"tier": "gold"})], pools=(pool,)), engine)
     assert plan.node_claims[0].labels["team"] == "data"
     assert plan.node_claims[0].labels["tier"] == "gold"
-    plan = plan_for(snapshot([make_pod("p", 1, node_selector={"undefined-label": "x"})], pools=(pool,)), engine)
+    plan = plan_for(
+        snapshot([make_pod("p", 1, node_selector={"undefined-label": "x"})], pools=(pool,)), engine
+    )
     assert "undefined-label" in plan.unschedulable["default/p"]
 
 
