@@ -50,7 +50,9 @@ def test_yaml_numbers_are_quantities() -> None:
     assert to_milli(0.1) == 100
 
 
-@pytest.mark.parametrize(("text", "milli"), [("1", 1000), ("100m", 100), ("1n", 1), ("1.0001m", 2), ("4G", 4 * 10**12)])
+@pytest.mark.parametrize(
+    ("text", "milli"), [("1", 1000), ("100m", 100), ("1n", 1), ("1.0001m", 2), ("4G", 4 * 10**12)]
+)
 def test_to_milli_rounds_up(text: str, milli: int) -> None:
     assert to_milli(text) == milli
 

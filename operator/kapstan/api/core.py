@@ -224,8 +224,10 @@ class PodSpec(KubeModel):
         containers = [*self.containers, *(c for c in self.init_containers if c.is_sidecar)]
         ports = [port for container in containers for port in container.ports]
         if self.host_network:
-            ports = [port if port.host_port else port.model_copy(update={"host_port": port.container_port})
-                     for port in ports]
+            ports = [
+                port if port.host_port else port.model_copy(update={"host_port": port.container_port})
+                for port in ports
+            ]
         return [port for port in ports if port.host_port > 0]
 
 

@@ -84,8 +84,12 @@ class Manifests:
         versions, model = entry
         if version not in versions:
             expected = " or ".join(f"{group}/{v}" if group else v for v in versions)
-            raise ManifestError(f"{kind} {_name_of(document)}", "apiVersion",
-                                f"unsupported version {api_version} (expected {expected})", location)
+            raise ManifestError(
+                f"{kind} {_name_of(document)}",
+                "apiVersion",
+                f"unsupported version {api_version} (expected {expected})",
+                location,
+            )
         self._file(model.parse(document, location))
 
     def _file(self, obj: KubeObject) -> None:

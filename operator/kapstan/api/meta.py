@@ -33,7 +33,8 @@ def to_milli_checked(value: object) -> int:
     return milli
 
 
-def _price(value: object) -> float:
+def parse_price(value: object) -> float:
+    """A price per hour from a number or a decimal string; never negative, never NaN."""
     price = math.nan
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         with contextlib.suppress(ValueError):
@@ -49,7 +50,7 @@ ResourceList = dict[str, Milli]
 Duration = Annotated[timedelta, PlainValidator(parse_duration)]
 NillableDuration = Annotated[timedelta | None, PlainValidator(parse_nillable_duration)]
 """A duration, or None for "Never"."""
-Price = Annotated[float, PlainValidator(_price)]
+Price = Annotated[float, PlainValidator(parse_price)]
 """A price per hour, from a number or a decimal string."""
 
 

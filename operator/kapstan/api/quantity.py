@@ -37,8 +37,10 @@ class QuantityError(ValueError):
     """A quantity that does not follow the Kubernetes grammar."""
 
 
-def parse_quantity(value: str | int | float) -> Fraction:
+def parse_quantity(value: str | int | float | Fraction) -> Fraction:
     """The exact value of a quantity given as text or as a YAML number."""
+    if isinstance(value, Fraction):
+        return value
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}: expected a number or a string like 500m or 4Gi")
     if isinstance(value, int):
@@ -47,8 +49,10 @@ def parse_quantity(value: str | int | float) -> Fraction:
     text = repr(value) if isinstance(value, float) else value
     match = _QUANTITY.fullmatch(text)
     if match is None:
-        raise QuantityError(f"invalid quantity {text!r}: expected a number with an optional suffix "
-                            "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (1e3)")
+        raise QuantityError(
+            f"invalid quantity {text!r}: expected a number with an optional suffix "
+            "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (1e3)"
+        )
     number = Fraction(match["number"])
     if match["exponent"] is not None:
         number *= Fraction(10) ** int(match["exponent"])
@@ -58,7 +62,7 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return -number if match["sign"] == "-" else number
 
 
-def to_milli(value: str | int | float) -> int:
+def to_milli(value: str | int | float | Fraction) -> int:
     """The quantity in milli-units, rounded up like Kubernetes' `MilliValue`."""
     return math.ceil(parse_quantity(value) * 1000)
 
