@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from kapstan.api.meta import KubeModel, KubeObject, ObjectMeta, ResourceList, TemplateMeta
+from kapstan.api.meta import KubeModel, KubeObject, ObjectMeta, OwnerReference, ResourceList, TemplateMeta
 from kapstan.scheduling.model import LABEL_OPERATORS, LabelOperator, NodeOperator, TaintEffect
 
 
@@ -274,21 +274,19 @@ class _Controller(KubeObject, ABC):
 
     def pods(self) -> list[Pod]:
         """The pods this workload wants, named `<workload>-<i>` from 0, in the workload's namespace."""
-        template = self.template()
-        return [
-            Pod(
-                api_version="v1",
-                kind="Pod",
-                metadata=ObjectMeta(
-                    name=f"{self.name}-{index}",
-                    namespace=self.namespace,
-                    labels=template.metadata.labels,
-                    annotations=template.metadata.annotations,
-                ),
-                spec=template.spec,
-            )
-            for index in range(self.replica_count())
-        ]
+        return [stamp(self, f"{self.name}-{index}", self.template()) for index in range(self.replica_count())]
+
+
+def stamp(owner: KubeObject, name: str, template: PodTemplateSpec) -> Pod:
+    """A pod made from a template, in its owner's namespace."""
+    metadata = ObjectMeta(
+        name=name,
+        namespace=owner.namespace,
+        labels=template.metadata.labels,
+        annotations=template.metadata.annotations,
+        owner_references=[OwnerReference(api_version=owner.api_version, kind=owner.kind, name=owner.name)],
+    )
+    return Pod(api_version="v1", kind="Pod", metadata=metadata, spec=template.spec)
 
 
 class ReplicatedSpec(KubeModel):
@@ -343,6 +341,10 @@ class DaemonSetSpec(KubeModel):
 
 class DaemonSet(KubeObject):
     spec: DaemonSetSpec
+
+    def pod(self) -> Pod:
+        """The pod the DaemonSet puts on each node, named after the DaemonSet."""
+        return stamp(self, self.name, self.spec.template)
 
 
 class PodDisruptionBudgetSpec(KubeModel):
