@@ -1,13 +1,8 @@
 """Type stub of the compiled engine (rust/src/bindings.rs); checked against the binary by stubtest."""
 
-from typing import TypedDict
-
-class BuildInfo(TypedDict):
-    version: str
-    rustc: str
-    profile: str
-    target: str
+__all__ = ["__version__", "build_info"]
 
 __version__: str
 
-def build_info() -> BuildInfo: ...
+def build_info() -> dict[str, str]:
+    """Version, compiler (`rustc`), cargo `profile` and `target` triple of this build."""

@@ -1,0 +1,45 @@
+# kapstan's two commands: `make demo` (the local demo) and `make test` (everything CI checks).
+# Both set up what they need from nothing: a virtualenv in .venv with kapstan built by maturin.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint pytest cargo-test setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Cargo.toml rust/Cargo.toml $(shell find rust/src -name '*.rs')
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# The gate: formatting, lint, types, the stub against the binary, clippy, then every test.
+test: lint cargo-test pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check operator tests
+	$(VENV)/bin/ruff check operator tests
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest kapstan._core
+	cargo fmt --all --check
+	cargo clippy --all-targets --quiet -- -D warnings
+
+cargo-test:
+	cargo test --quiet
+
+pytest: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) target
+
+# Today the demo plans the article's scenarios; the live demo on the local control plane follows.
+demo: $(STAMP)
+	@for workload in inflate-8x1cpu one-3cpu-pod inflate-anti-affinity; do \
+		echo "== $$workload on the article's catalog"; \
+		$(VENV)/bin/kapstan simulate -f tests/scenarios/article-catalog-mds.yaml -f tests/scenarios/$$workload.yaml; \
+	done
+	@echo "== 10 pods of 2 CPU on priced flavors A (4 CPU, 4.0/h) and B (6 CPU, 5.5/h)"
+	@$(VENV)/bin/kapstan simulate -f tests/scenarios/priced-catalog.yaml -f tests/scenarios/priced-10x2cpu.yaml

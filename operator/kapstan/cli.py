@@ -1,0 +1,79 @@
+"""The `kapstan` command: one entry point, a subcommand per job.
+
+Errors a user can fix (bad manifests, unknown engine) are printed as one line on stderr with exit code 2,
+never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from kapstan import scheduling
+from kapstan.api.errors import ManifestError
+from kapstan.api.manifests import load_manifests
+from kapstan.cli_local import local_group
+from kapstan.scheduling.model import Plan
+from kapstan.snapshot import build_snapshot
+
+
+@click.group()
+@click.version_option(package_name="kapstan")
+def main() -> None:
+    """kapstan: a node autoscaler for Cluster API that speaks Karpenter's API."""
+
+
+@main.command()
+@click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Manifest file or directory (repeatable).",
+)
+@click.argument("more", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--engine", type=click.Choice(["rust", "python"]), default=None, help="Default: rust if built.")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, output: str) -> None:
+    """Plan the NodeClaims kapstan would create for the pods in MANIFESTS."""
+    try:
+        snapshot = build_snapshot(load_manifests([*files, *more]))
+        plan = scheduling.solve(snapshot, engine)
+    except (ManifestError, ValueError) as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    if output == "json":
+        click.echo(json.dumps(plan.to_json(), indent=2))
+    else:
+        print_plan(plan, Console())
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    table = Table(title=f"kapstan plan (engine: {plan.engine})")
+    for column in ("NodePool", "flavor", "zone", "price/h", "pods"):
+        table.add_column(column)
+    for claim in plan.node_claims:
+        table.add_row(
+            claim.node_pool, claim.instance_type, claim.zone, f"{claim.price_per_hour:.4f}", str(len(claim.pods))
+        )
+    console.print(table)
+    for node, pods in sorted(plan.existing_nodes.items()):
+        if pods:
+            console.print(f"existing node {node}: {len(pods)} pods")
+    for pod, reason in plan.unschedulable.items():
+        console.print(f"[red]unschedulable[/red] {pod}: {reason}", highlight=False)
+    console.print(
+        f"{len(plan.node_claims)} new nodes, total {plan.total_price_per_hour:.4f}/h, "
+        f"solved in {plan.solve_seconds * 1000:.1f} ms"
+    )
+
+
+main.add_command(local_group, "local")
