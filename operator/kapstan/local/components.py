@@ -1,0 +1,178 @@
+"""Command lines of the sandbox's components and how to tell each one is ready.
+
+Everything listens on 127.0.0.1 only, on ports picked free at start-up. The flags are those a
+kubeadm-style control plane uses, trimmed to one machine: RBAC on, client certificates, a service
+account key, no cloud provider, no leader election (one replica of each).
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kapstan.local.build import Artifacts
+from kapstan.local.procs import free_port
+
+SERVICE_CIDR = "10.0.0.0/24"
+# kwok manages only the Nodes carrying this annotation, which our test provider sets.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+
+
+@dataclass
+class Component:
+    """One process: its name, its command line, and the URL that answers 200 once it is ready."""
+
+    name: str
+    argv: list[str]
+    ready_url: str
+    # Client certificate needed by the readiness URL (the API server's /readyz).
+    client_cert: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def probe(url: str, pki: Path, client_cert: bool) -> bool:
+    """True when ``url`` answers 200. TLS is verified against the sandbox CA where it issued the cert."""
+    ctx: ssl.SSLContext | None = None
+    if url.startswith("https://"):
+        if client_cert:
+            ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        else:
+            # kube-controller-manager and kube-scheduler serve a self-signed certificate of their own.
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
+        return bool(resp.status == 200)
+
+
+def etcd(art: Artifacts, data: Path) -> tuple[Component, str]:
+    client, peer = free_port(), free_port()
+    client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    argv = [
+        str(art.sandbox),
+        "etcd",
+        "--name=sandbox",
+        f"--data-dir={data}",
+        f"--listen-client-urls={client_url}",
+        f"--advertise-client-urls={client_url}",
+        f"--listen-peer-urls={peer_url}",
+        f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=sandbox={peer_url}",
+        # Throw-away data: durability buys nothing and fsync dominates latency on small disks.
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+    return Component("etcd", argv, f"{client_url}/health"), client_url
+
+
+def apiserver(art: Artifacts, name: str, etcd_url: str, pki: Path, data: Path) -> tuple[Component, int]:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "kube-apiserver",
+        f"--etcd-servers={etcd_url}",
+        # Two API servers can share one etcd, each under its own prefix.
+        f"--etcd-prefix=/registry/{name}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={data}",
+        f"--tls-cert-file={pki / 'serving.crt'}",
+        f"--tls-private-key-file={pki / 'serving.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer=https://kubernetes.default.svc/{name}",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ]
+    return Component(f"kube-apiserver-{name}", argv, f"https://127.0.0.1:{port}/readyz", True), port
+
+
+def controller_manager(art: Artifacts, name: str, kubeconfig: Path, pki: Path) -> Component:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "kube-controller-manager",
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        f"--service-account-private-key-file={pki / 'sa.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--v=1",
+    ]
+    return Component(f"kube-controller-manager-{name}", argv, f"https://127.0.0.1:{port}/healthz")
+
+
+def scheduler(art: Artifacts, name: str, kubeconfig: Path) -> Component:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "kube-scheduler",
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        "--v=1",
+    ]
+    return Component(f"kube-scheduler-{name}", argv, f"https://127.0.0.1:{port}/healthz")
+
+
+def kwok(art: Artifacts, kubeconfig: Path) -> Component:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "kwok",
+        f"--kubeconfig={kubeconfig}",
+        f"--config={art.kwok_config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
+        "--node-lease-duration-seconds=40",
+        f"--server-address=127.0.0.1:{port}",
+    ]
+    return Component("kwok", argv, f"http://127.0.0.1:{port}/healthz")
+
+
+def provider(art: Artifacts, management: Path, workload: Path) -> Component:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "capt",
+        f"--kubeconfig={management}",
+        f"--workload-kubeconfig={workload}",
+        f"--health-addr=127.0.0.1:{port}",
+    ]
+    return Component("capt", argv, f"http://127.0.0.1:{port}/readyz")
+
+
+def capi_manager(art: Artifacts, management: Path, pki: Path) -> tuple[Component, int]:
+    health, diagnostics, webhook = free_port(), free_port(), free_port()
+    argv = [
+        str(art.capi_manager),
+        f"--kubeconfig={management}",
+        "--leader-elect=false",
+        "--feature-gates=ClusterTopology=true",
+        f"--health-addr=127.0.0.1:{health}",
+        f"--diagnostics-address=127.0.0.1:{diagnostics}",
+        "--insecure-diagnostics",
+        f"--webhook-port={webhook}",
+        f"--webhook-cert-dir={pki}",
+        "--webhook-cert-name=serving.crt",
+        "--webhook-key-name=serving.key",
+        # Our CRDs are generated fresh with only the storage version: nothing to migrate.
+        "--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields",
+        "--v=2",
+    ]
+    return Component("capi-manager", argv, f"http://127.0.0.1:{health}/readyz"), webhook

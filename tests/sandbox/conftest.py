@@ -1,0 +1,30 @@
+"""Tests of the local sandbox: a real API server, scheduler, kwok and Cluster API.
+
+Every test here is marked ``sandbox`` (select with ``-m sandbox``, deselect with ``-m "not sandbox"``).
+They build what they need on first use; ``KAPSTAN_SKIP_SANDBOX=1`` skips them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kapstan.local.fixture import sandbox, two_cluster_sandbox
+
+__all__ = ["sandbox", "two_cluster_sandbox"]
+
+_HERE = Path(__file__).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sandbox: needs the local Kubernetes + Cluster API sandbox (built from Go modules on first use)",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.sandbox)

@@ -1,0 +1,49 @@
+"""The Cluster API CRDs are the real generated schemas: the API server rejects what CAPI would."""
+
+from __future__ import annotations
+
+import kr8s
+import pytest
+from sandbox_helpers import MachineDeployment, TestMachineTemplate, machine_deployment, namespace
+
+from kapstan.local import Sandbox
+
+
+def test_machinedeployment_with_misspelled_required_field_is_rejected(sandbox: Sandbox) -> None:
+    api = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
+    ns = namespace(api, "validation")
+    manifest = machine_deployment("bad", ns, cluster="c", bootstrap="b", infra="i")
+    manifest["spec"]["clusterNmae"] = manifest["spec"].pop("clusterName")
+    with pytest.raises(kr8s.ServerError) as err:
+        MachineDeployment(manifest, api=api).create()
+    assert err.value.response is not None
+    assert err.value.response.status_code == 422
+    assert "spec.clusterName" in str(err.value)
+
+
+def test_machinedeployment_with_unknown_deletion_order_is_rejected(sandbox: Sandbox) -> None:
+    api = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
+    ns = namespace(api, "validation")
+    manifest = machine_deployment("bad-order", ns, cluster="c", bootstrap="b", infra="i")
+    manifest["spec"]["deletion"] = {"order": "Biggest"}
+    with pytest.raises(kr8s.ServerError) as err:
+        MachineDeployment(manifest, api=api).create()
+    assert "spec.deletion.order" in str(err.value)
+
+
+def test_valid_machinedeployment_is_accepted(sandbox: Sandbox) -> None:
+    api = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
+    ns = namespace(api, "validation")
+    md = MachineDeployment(machine_deployment("good", ns, cluster="c", bootstrap="b", infra="i"), api=api)
+    md.create()
+    md.delete()
+
+
+def test_provider_template_requires_an_instance_type(sandbox: Sandbox) -> None:
+    api = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
+    ns = namespace(api, "validation")
+    with pytest.raises(kr8s.ServerError) as err:
+        TestMachineTemplate(
+            {"metadata": {"name": "no-flavor", "namespace": ns}, "spec": {"template": {"spec": {}}}}, api=api
+        ).create()
+    assert "instanceType" in str(err.value)
