@@ -156,6 +156,13 @@ def load_manifests(paths: Sequence[Path | str]) -> Manifests:
     return manifests
 
 
+def load_text(text: str, source: str = "<stdin>") -> Manifests:
+    """Read one YAML stream (standard input, a test's inline manifest)."""
+    manifests = Manifests()
+    add_documents(manifests, text, source)
+    return manifests
+
+
 def add_documents(manifests: Manifests, text: str, source: str) -> None:
     """Add every document of a YAML stream; empty documents are skipped."""
     index = 0
