@@ -66,7 +66,9 @@ def make_nodepool(name: str = "default", **fields: object) -> NodePool:
     return NodePool(name=name, **fields)  # type: ignore[arg-type]
 
 
-def make_node(name: str, flavor: InstanceType, zone: str = "zone-a", pods: tuple[Pod, ...] = (), **fields: object) -> Node:
+def make_node(
+    name: str, flavor: InstanceType, zone: str = "zone-a", pods: tuple[Pod, ...] = (), **fields: object
+) -> Node:
     labels = {**flavor.labels, "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}
     return Node(name=name, labels=labels, allocatable=flavor.allocatable, pods=pods, **fields)  # type: ignore[arg-type]
 

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kapstan.scheduling import ENGINES  # noqa: E402
+from kapstan.scheduling import ENGINES
 
 
 @pytest.fixture(params=sorted(ENGINES))
