@@ -69,7 +69,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         if pods:
             console.print(f"existing node {node}: {len(pods)} pods")
     for pod, reason in plan.unschedulable.items():
-        console.print(f"[red]unschedulable[/red] {pod}: {reason}", highlight=False)
+        console.print(f"[red]unschedulable[/red] {pod}: {reason}", highlight=False, soft_wrap=True)
     console.print(
         f"{len(plan.node_claims)} new nodes, total {plan.total_price_per_hour:.4f}/h, "
         f"solved in {plan.solve_seconds * 1000:.1f} ms"

@@ -124,7 +124,7 @@ def test_hostname_anti_affinity_needs_one_node_each(engine: str) -> None:
     )
     assert len(plan.node_claims) == 1
     assert len(plan.unschedulable) == 1
-    assert "nodes limit" in next(iter(plan.unschedulable.values()))
+    assert "nodes limit 1" in next(iter(plan.unschedulable.values()))
 
 
 def test_anti_affinity_of_a_running_pod_keeps_newcomers_away(engine: str) -> None:

@@ -215,7 +215,7 @@ class Scheduler:
         replacing = claim.chosen if claim.pods else None
         flavors = [f for f in flavors if view.within_limits(f, replacing)]
         if not flavors:
-            return f"NodePool {view.pool.name} limits reached ({_limits_text(view)})"
+            return f"limits reached ({_limits_text(view)})"
         for req in merged.values():
             if (
                 req.min_values
