@@ -62,7 +62,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         table.add_column(column)
     for claim in plan.node_claims:
         table.add_row(
-            claim.node_pool, claim.instance_type, claim.zone, f"{claim.price_per_hour:.4f}", str(len(claim.pods))
+            claim.node_pool,
+            claim.instance_type,
+            claim.zone,
+            f"{claim.price_per_hour:.4f}",
+            str(len(claim.pods)),
         )
     console.print(table)
     for node, pods in sorted(plan.existing_nodes.items()):
