@@ -455,7 +455,7 @@ def test_managed_class_not_yet_in_topology_is_offered_through_a_new_entry() -> N
 
 
 def test_topology_entry_can_mark_an_unmarked_class() -> None:
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"class": "c3-8", "name": "auto", "metadata": {"annotations": {"kapstan.io/managed": "true"}}},
         {"class": "c3-8", "name": "fixed", "replicas": 2},
     ]
