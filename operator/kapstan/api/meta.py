@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from pydantic.alias_generators import to_camel
 
 from kapstan.api.duration import parse_duration, parse_nillable_duration
-from kapstan.api.errors import ManifestError, from_validation_error
+from kapstan.api.errors import from_validation_error
 from kapstan.api.quantity import to_milli
 
 DEFAULT_NAMESPACE = "default"
@@ -128,7 +128,3 @@ class KubeObject(KubeModel):
 
 def describe(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
-
-
-def manifest_error(obj: KubeObject, field: str, message: str) -> ManifestError:
-    return ManifestError(obj.ref, field, message)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
+from kapstan.api.quantity import format_quantity
 from kapstan.catalog import contract
 from kapstan.catalog.annotations import CPU as CPU_ANNOTATION
 from kapstan.catalog.annotations import MEMORY as MEMORY_ANNOTATION
@@ -127,15 +128,15 @@ def build_catalog(manifests: Manifests, cluster: tuple[str, str] | None = None) 
 def _merge(known: Flavor, new: Flavor) -> Flavor:
     offer = new.offers[0]
     for what, mine, theirs in (
-        ("capacity", known.capacity, new.capacity),
-        ("labels", known.labels, new.labels),
-        ("taints", set(known.taints), set(new.taints)),
+        ("capacity", _readable(known.capacity), _readable(new.capacity)),
+        ("labels", _readable(known.labels), _readable(new.labels)),
+        ("taints", ", ".join(sorted(map(str, known.taints))), ", ".join(sorted(map(str, new.taints)))),
     ):
         if mine != theirs:
             raise ManifestError(
                 new.described_by,
                 "",
-                f'flavor "{new.name}" has {what} {theirs} here but {mine} in {known.described_by}',
+                f'flavor "{new.name}" has {what} "{theirs}" here but "{mine}" in {known.described_by}',
             )
     for existing in known.offers:
         if (existing.zone, existing.capacity_type) == (offer.zone, offer.capacity_type):
@@ -147,6 +148,13 @@ def _merge(known: Flavor, new: Flavor) -> Flavor:
                 "give each source its own failure domain or flavor",
             )
     return replace(known, offers=(*known.offers, offer))
+
+
+def _readable(values: Mapping[str, int] | Mapping[str, str]) -> str:
+    return ", ".join(
+        f"{key}={format_quantity(key, value) if isinstance(value, int) else value}"
+        for key, value in sorted(values.items())
+    )
 
 
 def _describe(candidate: Candidate) -> Flavor:

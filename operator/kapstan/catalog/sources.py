@@ -32,7 +32,6 @@ from kapstan.api.meta import TemplateMeta
 from kapstan.catalog.annotations import is_managed
 
 TOPOLOGY_OWNED = "topology.cluster.x-k8s.io/owned"
-CLUSTER_NAME = "cluster.x-k8s.io/cluster-name"
 
 
 @dataclass(frozen=True)
