@@ -160,7 +160,7 @@ def convert_pod(pod: core.Pod, namespace_labels: Mapping[str, Mapping[str, str]]
     matchLabelKeys already resolved."""
     spec, labels, namespace = pod.spec, pod.metadata.labels, pod.namespace
     node_affinity = spec.affinity.node_affinity
-    required = node_affinity.required_during_scheduling_ignored_during_execution
+    required_nodes = node_affinity.required_during_scheduling_ignored_during_execution
     pod_affinity, anti_affinity = spec.affinity.pod_affinity, spec.affinity.pod_anti_affinity
 
     def terms(items: Iterable[core.PodAffinityTerm], required: bool = False) -> tuple[PodAffinityTerm, ...]:
@@ -180,8 +180,9 @@ def convert_pod(pod: core.Pod, namespace_labels: Mapping[str, Mapping[str, str]]
         requests={**spec.effective_requests(), PODS: 1000},
         labels=dict(labels),
         node_selector=dict(spec.node_selector),
-        required_terms=tuple(term for term in map(_node_term, required.node_selector_terms) if term)
-        if required
+        # An empty term would match every node here but matches none in Kubernetes: leave it out.
+        required_terms=tuple(term for term in map(_node_term, required_nodes.node_selector_terms) if term)
+        if required_nodes
         else (),
         preferred_terms=tuple(
             PreferredNodeTerm(p.weight, _node_term(p.preference))
