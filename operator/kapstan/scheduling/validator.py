@@ -194,16 +194,23 @@ def _check_topology(snapshot: Snapshot, hosts: list[_Host], violations: list[str
         return found
 
     owners = [(pod, host, term) for pod, host in located for term in pod.anti_affinity]
+    seeds: set[Group] = set()
     for host in hosts:
         for pod in host.placed:
             for term in pod.affinity:
                 group, key = term_group(term), term.topology_key
-                domain, per_domain = host.labels.get(key), counts(group, key)
+                domain = host.labels.get(key)
                 itself = 1 if group.selects(pod) else 0
-                here = per_domain.get(domain, 0) - itself if domain is not None else 0
-                elsewhere = sum(per_domain.values()) - itself
-                if here <= 0 and (elsewhere > 0 or not itself):
-                    violations.append(f"{pod.key} on {host.name}: required pod affinity on {key} not met")
+                if domain is not None and counts(group, key).get(domain, 0) - itself > 0:
+                    continue
+                # Alone in its domain is fine for the first pod of a group that selects itself (the
+                # scheduler's rule for a group's first pod), once per group and only if no pod of the
+                # group ran before the plan.
+                ran_before = any(group.selects(p) for h in hosts for p in h.existing_pods)
+                if itself and domain is not None and not ran_before and group not in seeds:
+                    seeds.add(group)
+                    continue
+                violations.append(f"{pod.key} on {host.name}: required pod affinity on {key} not met")
             for term in pod.anti_affinity:
                 group, key = term_group(term), term.topology_key
                 domain = host.labels.get(key)
