@@ -22,6 +22,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests
 	$(VENV)/bin/ruff check operator tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m mypy.stubtest kapstan._core
 	cargo fmt --all --check
 	cargo clippy --all-targets --quiet -- -D warnings

@@ -3,7 +3,7 @@ snapshot always gives the same plan."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import Snapshot
@@ -11,11 +11,6 @@ from kapstan.scheduling.validator import validate
 from strategies import snapshots
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 @given(snap=snapshots())
 def test_every_plan_validates_and_is_deterministic(engine: str, snap: Snapshot) -> None:
     plan = solve(snap, engine)
