@@ -17,6 +17,7 @@ from kapstan.scheduling.counts import SpreadRule, TopologyCounts
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
     CPU,
+    HOSTNAME,
     MEMORY,
     NODEPOOL,
     ZONE,
@@ -176,7 +177,12 @@ class Scheduler:
         self.topology.record(pod, target.domain)
 
     def try_claim(self, claim: Claim, checks: Checks) -> str | None:
-        """Add the pod to the claim if it fits; otherwise say why. Mutates only on success."""
+        """Add the pod to the claim if it fits; otherwise say why. Mutates only on success.
+
+        `claim.flavors` is kept in price order and only its head is guaranteed valid: flavors before the
+        first one that still fits can never fit again (pods only add up, requirements only narrow), so
+        they are dropped; the tail is filtered only when the pod's topology or minValues needs it.
+        """
         pod, view = checks.pod, claim.view
         taint = untolerated(pod.tolerations, view.pool.taints, prefer=checks.prefer)
         if taint is not None:
@@ -184,38 +190,48 @@ class Scheduler:
         merged = self.merge(claim.requirements, checks.requirements)
         if isinstance(merged, str):
             return merged
-        narrowed = any(merged.get(k) != claim.requirements.get(k) for k in checks.requirements)
-        flavors = [
-            f
-            for f in claim.flavors
-            if res.fits(claim.used, pod.requests, f.net)
-            and untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
-            and (not narrowed or f.compatible(merged))
-        ]
-        if not flavors:
-            return "no flavor has room for it"
         if any(a.conflicts(b) for a in pod.host_ports for b in claim.ports):
             return "host port already taken"
-        for key in checks.keys:
-            options = claim.domain_options(key, flavors, merged)
-            passing = [v for v in options if self.domain_problem(checks, key, v) is None]
-            if not passing:
-                return (
-                    self.domain_problem(checks, key, options[0] if options else None)
-                    or f"no domain for {key}"
+
+        def holds(flavor: Flavor) -> bool:
+            """Whether the flavor can carry everything on the claim plus this pod. Pods already there
+            are held to the flavor's hard taints (NoSchedule, NoExecute) only."""
+            taints = flavor.it.taints
+            return (
+                res.fits(claim.used, pod.requests, flavor.net)
+                and flavor.compatible(merged)
+                and (not taints or untolerated(pod.tolerations, taints, prefer=checks.prefer) is None)
+                and (
+                    not taints
+                    or all(untolerated(p.tolerations, taints, prefer=False) is None for p in claim.pods)
                 )
-            if len(options) > 1:
-                value = self.best_domain(checks, key, passing, flavors, merged)
-                reqs.add(merged, reqs.Requirement.exactly(key, value))
-                flavors = [f for f in flavors if f.compatible(merged)]
-                if not flavors:
-                    return f"no flavor is offered with {key}={value}"
+            )
+
+        open_keys = [k for k in checks.keys if k != HOSTNAME and not _pinned(merged, k)]
+        needs_all = bool(open_keys) or any(r.min_values for r in merged.values())
+        flavors = [f for f in claim.flavors if holds(f)] if needs_all else claim.flavors
+        if needs_all and not flavors:
+            return "no flavor has room for it"
+        settled = self.settle_domains(claim, checks, merged, flavors)
+        if isinstance(settled, str):
+            return settled
+        flavors = settled
         if any(merged.get(k) != claim.requirements.get(k) for k in OFFERING_KEYS):
-            flavors.sort(key=lambda f: (f.price(merged), f.name))
+            flavors = sorted(flavors, key=lambda f: (f.price(merged), f.name))
         replacing = claim.chosen if claim.pods else None
-        flavors = [f for f in flavors if view.within_limits(f, replacing)]
-        if not flavors:
-            return f"limits reached ({_limits_text(view)})"
+        head = next(
+            (
+                i
+                for i, f in enumerate(flavors)
+                if (needs_all or holds(f)) and view.within_limits(f, replacing)
+            ),
+            None,
+        )
+        if head is None:
+            if needs_all or any(holds(f) for f in flavors):
+                return f"limits reached ({_limits_text(view)})"
+            return "no flavor has room for it"
+        flavors = flavors[head:]
         for req in merged.values():
             if (
                 req.min_values
@@ -229,6 +245,26 @@ class Scheduler:
         claim.ports.extend(pod.host_ports)
         self.topology.record(pod, claim.domain)
         return None
+
+    def settle_domains(
+        self, claim: Claim, checks: Checks, merged: dict[str, reqs.Requirement], flavors: list[Flavor]
+    ) -> list[Flavor] | str:
+        """Pick the claim's domain for every topology key the pod is part of, pinning it in `merged` so
+        that the pod is counted where it lands; returns the flavors left, or why none is."""
+        for key in checks.keys:
+            options = claim.domain_options(key, flavors, merged)
+            passing = [v for v in options if self.domain_problem(checks, key, v) is None]
+            if not passing:
+                first = options[0] if options else None
+                return self.domain_problem(checks, key, first) or f"no domain for {key}"
+            if key == HOSTNAME or passing == [None] or _pinned(merged, key):
+                continue
+            value = self.best_domain(checks, key, passing, flavors, merged)
+            reqs.add(merged, reqs.Requirement.exactly(key, value))
+            flavors = [f for f in flavors if f.compatible(merged)]
+            if not flavors:
+                return f"no flavor is offered with {key}={value}"
+        return flavors
 
     def best_domain(
         self,
@@ -356,6 +392,11 @@ class Scheduler:
             pods=tuple(p.key for p in claim.pods),
             labels=dict(sorted(labels.items())),
         )
+
+
+def _pinned(requirements: reqs.Requirements, key: str) -> bool:
+    req = requirements.get(key)
+    return req is not None and req.single_value() is not None
 
 
 def _absent(key: str) -> reqs.Requirement:
