@@ -25,12 +25,13 @@ CONTROLLER_TOOLS_VERSION = "v0.21.0"
 # The CAPI API packages whose CRDs the sandbox installs (v1beta2 only: the storage version, and the one
 # kapstan writes). core: Cluster, ClusterClass, MachineDeployment, MachineSet, Machine, MachinePool,
 # MachineHealthCheck, MachineDrainRule; addons: ClusterResourceSet(+Binding); kubeadm bootstrap configs;
-# runtime: ExtensionConfig, which the core manager watches.
+# runtime: ExtensionConfig; ipam: IPAddress(Claim). The core manager knows all of them.
 CAPI_API_PACKAGES = (
     "sigs.k8s.io/cluster-api/api/core/v1beta2",
     "sigs.k8s.io/cluster-api/api/addons/v1beta2",
     "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2",
     "sigs.k8s.io/cluster-api/api/runtime/v1beta2",
+    "sigs.k8s.io/cluster-api/api/ipam/v1beta2",
 )
 
 # The core manager's defaulting and validating webhooks: a real management cluster has them registered,
@@ -101,7 +102,7 @@ def cache_root() -> Path:
 
 
 def _source_hash(src: Path) -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(Path(__file__).read_bytes())  # this script decides what is generated
     files = sorted(p for p in src.rglob("*") if p.is_file() and p.suffix in {".go", ".mod", ".sum", ".yaml"})
     for path in files:
         digest.update(str(path.relative_to(src)).encode())
@@ -128,6 +129,23 @@ def _go_env() -> dict[str, str]:
     return env
 
 
+def _ldflags() -> str:
+    """Strip symbols, and stamp the versions the release builds stamp (the API server reports its version
+    from these variables; the Cluster API manager refuses a server that reports none)."""
+    major, minor, _ = KUBERNETES_VERSION.lstrip("v").split(".")
+    stamps = {
+        "gitVersion": KUBERNETES_VERSION,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+    }
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.{name}={value}" for name, value in stamps.items()]
+    flags.append(f"-X sigs.k8s.io/cluster-api/version.gitVersion={CLUSTER_API_VERSION}")
+    return " ".join(flags)
+
+
 def _go_build(cwd: Path, out_dir: Path, packages: list[str]) -> None:
     """One ``go build -v`` of several main packages, counting compiled packages as progress."""
     env = _go_env()
@@ -137,7 +155,7 @@ def _go_build(cwd: Path, out_dir: Path, packages: list[str]) -> None:
     if listing.returncode != 0:
         raise BuildError(f"go list failed in {cwd}:\n{listing.stderr}")
     total = len(listing.stdout.split())
-    cmd = ["go", "build", "-v", "-trimpath", "-ldflags=-s -w", "-o", str(out_dir) + "/", *packages]
+    cmd = ["go", "build", "-v", "-trimpath", f"-ldflags={_ldflags()}", "-o", str(out_dir) + "/", *packages]
     _log(f"{' '.join(cmd)}  (in {cwd}; {total} packages, already-cached ones are not listed)")
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None

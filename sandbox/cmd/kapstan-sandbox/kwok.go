@@ -20,6 +20,11 @@ import (
 // Pods Running. kwok reads its global flags (logging, --config) from a
 // flag set of its own before the cobra command parses the rest.
 func runKwok() int {
+	// The Kubernetes components linked into this binary register global
+	// flags (e.g. a non-bool --version) that cobra would merge into kwok's
+	// command and trip over; kwok expects a clean global flag set.
+	pflag.CommandLine = pflag.NewFlagSet(os.Args[0], pflag.ExitOnError)
+
 	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
 	global.ParseErrorsAllowlist.UnknownFlags = true
 	global.Usage = func() {}
