@@ -1,8 +1,11 @@
 """Type stub of the compiled engine (rust/src/bindings.rs); checked against the binary by stubtest."""
 
-__all__ = ["__version__", "build_info"]
+__all__ = ["__version__", "build_info", "solve_json"]
 
 __version__: str
 
 def build_info() -> dict[str, str]:
     """Version, compiler (`rustc`), cargo `profile` and `target` triple of this build."""
+
+def solve_json(snapshot: str) -> str:
+    """Solve a snapshot encoded by kapstan.scheduling.rust_engine.encode; the plan as JSON."""

@@ -1,8 +1,9 @@
 //! The Python face of the crate: `kapstan._core`. Keep it thin: convert, call, convert back.
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::info;
+use crate::{info, solver};
 
 /// Version, compiler, profile and target of this build of the engine.
 #[pyfunction]
@@ -15,9 +16,18 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
+/// Solve a snapshot given as JSON (see kapstan/scheduling/rust_engine.py); returns the plan as JSON.
+/// The GIL is released while solving.
+#[pyfunction]
+fn solve_json(py: Python<'_>, snapshot: String) -> PyResult<String> {
+    py.detach(|| solver::solve_json(&snapshot))
+        .map_err(PyValueError::new_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", info::VERSION)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(solve_json, m)?)?;
     Ok(())
 }

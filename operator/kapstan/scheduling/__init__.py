@@ -13,6 +13,12 @@ from kapstan.scheduling import python_engine
 from kapstan.scheduling.model import Plan, Snapshot
 
 ENGINES: dict[str, Callable[[Snapshot], Plan]] = {"python": python_engine.solve}
+try:
+    from kapstan.scheduling import rust_engine
+except ImportError:  # the compiled extension is missing: the pure-Python twin serves alone
+    pass
+else:
+    ENGINES["rust"] = rust_engine.solve
 
 
 def default_engine() -> str:

@@ -165,7 +165,7 @@ class ExistingTarget:
         return self.node.labels.get(key)
 
 
-@dataclass
+@dataclass(eq=False)  # a claim is itself: compared by identity
 class Claim:
     index: int
     view: PoolView

@@ -1,0 +1,183 @@
+//! Live topology counts (twin of `counts.py`): pods per group and domain, owners of anti-affinity terms,
+//! and the hard spread rules. Pods are ids into the solver's pod arena.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::model::{Pod, Snapshot, TopologySpreadConstraint};
+use super::topology::{min_count, spread_group, spread_universe, term_group, Group};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpreadRule {
+    pub group: usize,
+    pub constraint: TopologySpreadConstraint,
+    pub universe: BTreeSet<String>,
+}
+
+#[derive(Default)]
+pub struct TopologyCounts {
+    pub groups: Vec<Group>,
+    pub index: HashMap<Group, usize>,
+    pub counts: Vec<HashMap<String, i64>>,
+    pub totals: Vec<i64>,
+    /// Group of a required anti-affinity term -> domain -> owners there.
+    pub anti_owners: HashMap<usize, HashMap<String, i64>>,
+    pub rules: Vec<SpreadRule>,
+    universes: HashMap<String, BTreeSet<String>>,
+    selecting: HashMap<usize, Vec<usize>>,
+}
+
+impl TopologyCounts {
+    pub fn group_id(&mut self, group: Group) -> usize {
+        if let Some(&id) = self.index.get(&group) {
+            return id;
+        }
+        let id = self.groups.len();
+        self.index.insert(group.clone(), id);
+        self.groups.push(group);
+        self.counts.push(HashMap::new());
+        self.totals.push(0);
+        id
+    }
+
+    pub fn id_of(&self, group: &Group) -> usize {
+        self.index[group]
+    }
+
+    pub fn universe(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: &Pod,
+        constraint: &TopologySpreadConstraint,
+    ) -> BTreeSet<String> {
+        let mut selector: Vec<_> = pod.node_selector.clone();
+        selector.sort();
+        let honor_taints = constraint.node_taints_policy == "Honor";
+        let signature = format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            constraint.topology_key,
+            constraint.node_affinity_policy,
+            constraint.node_taints_policy,
+            selector,
+            pod.required_terms,
+            if honor_taints {
+                &pod.tolerations[..]
+            } else {
+                &[]
+            },
+        );
+        if let Some(found) = self.universes.get(&signature) {
+            return found.clone();
+        }
+        let found = spread_universe(snapshot, pod, constraint);
+        self.universes.insert(signature, found.clone());
+        found
+    }
+
+    pub fn register<'a>(&mut self, snapshot: &Snapshot, pods: impl Iterator<Item = &'a Pod>) {
+        let mut seen: HashSet<SpreadRule> = HashSet::new();
+        for pod in pods {
+            for term in pod.affinity.iter().chain(&pod.anti_affinity) {
+                self.group_id(term_group(term));
+            }
+            for weighted in pod
+                .preferred_affinity
+                .iter()
+                .chain(&pod.preferred_anti_affinity)
+            {
+                self.group_id(term_group(&weighted.term));
+            }
+            for term in &pod.anti_affinity {
+                let id = self.group_id(term_group(term));
+                self.anti_owners.entry(id).or_default();
+            }
+            for constraint in &pod.spread {
+                let id = self.group_id(spread_group(pod, constraint));
+                if constraint.when_unsatisfiable == "DoNotSchedule" {
+                    let universe = self.universe(snapshot, pod, constraint);
+                    let rule = SpreadRule {
+                        group: id,
+                        constraint: constraint.clone(),
+                        universe,
+                    };
+                    if seen.insert(rule.clone()) {
+                        self.rules.push(rule);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ids of the groups that count this pod (`id` is the pod's arena id).
+    pub fn selecting(&mut self, id: usize, pod: &Pod) -> Vec<usize> {
+        if let Some(found) = self.selecting.get(&id) {
+            return found.clone();
+        }
+        let found: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| self.groups[g].selects(pod))
+            .collect();
+        self.selecting.insert(id, found.clone());
+        found
+    }
+
+    /// The groups counting a pod that has been recorded (and so is cached).
+    pub fn selecting_cached(&self, id: usize) -> &[usize] {
+        self.selecting.get(&id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn relevant_keys(&mut self, id: usize, pod: &Pod) -> Vec<String> {
+        let mut keys: BTreeSet<String> = self
+            .selecting(id, pod)
+            .iter()
+            .map(|&g| self.groups[g].key.clone())
+            .collect();
+        for t in pod.affinity.iter().chain(&pod.anti_affinity) {
+            keys.insert(t.topology_key.clone());
+        }
+        for w in pod
+            .preferred_affinity
+            .iter()
+            .chain(&pod.preferred_anti_affinity)
+        {
+            keys.insert(w.term.topology_key.clone());
+        }
+        for c in &pod.spread {
+            keys.insert(c.topology_key.clone());
+        }
+        keys.into_iter().collect()
+    }
+
+    pub fn record(
+        &mut self,
+        id: usize,
+        pod: &Pod,
+        domain: &dyn Fn(&str) -> Option<String>,
+        sign: i64,
+    ) {
+        for g in self.selecting(id, pod) {
+            if let Some(value) = domain(&self.groups[g].key) {
+                *self.counts[g].entry(value).or_insert(0) += sign;
+                self.totals[g] += sign;
+            }
+        }
+        for term in &pod.anti_affinity {
+            let g = self.index[&term_group(term)];
+            if let Some(value) = domain(&term.topology_key) {
+                *self
+                    .anti_owners
+                    .get_mut(&g)
+                    .expect("registered")
+                    .entry(value)
+                    .or_insert(0) += sign;
+            }
+        }
+    }
+
+    pub fn rule_allows(&self, rule: &SpreadRule, domain: Option<&str>, self_match: i64) -> bool {
+        let Some(domain) = domain else {
+            return false;
+        };
+        let counts = &self.counts[rule.group];
+        let floor = min_count(&rule.constraint, &rule.universe, counts);
+        counts.get(domain).copied().unwrap_or(0) + self_match - floor <= rule.constraint.max_skew
+    }
+}

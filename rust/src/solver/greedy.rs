@@ -1,0 +1,727 @@
+//! The greedy placement (twin of `greedy.py`): biggest pods first onto existing nodes, open claims, then
+//! a new claim from the heaviest NodePool; preferences relaxed one at a time; failed pods retried while
+//! a round places something.
+
+use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
+
+use super::counts::{SpreadRule, TopologyCounts};
+use super::model::{
+    lookup, Pairs, PlannedNodeClaim, Pod, Snapshot, TopologySpreadConstraint, CAPACITY_TYPE, CPU,
+    HOSTNAME, MEMORY, NODEPOOL, ZONE,
+};
+use super::preferences::Preferences;
+use super::requirements::{Reqs, Requirement};
+use super::resources::{self as res};
+use super::targets::{
+    set_label, sort_by_price, Claim, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
+};
+use super::topology::{min_count, spread_group, term_group, untolerated};
+
+pub struct Checks {
+    pub pod: usize,
+    pub prefs: Preferences,
+    pub requirements: Reqs,
+    pub prefer: bool,
+    pub spread: Vec<(TopologySpreadConstraint, usize, BTreeSet<String>, i64)>,
+    pub rules: Vec<usize>,
+    pub affinity: Vec<(usize, String, bool)>,
+    pub anti: Vec<(usize, String)>,
+    pub symmetric_anti: Vec<(usize, String)>,
+    pub keys: Vec<String>,
+}
+
+/// What adding a pod to a claim changes, computed before anything is mutated.
+pub struct Addition {
+    requirements: Reqs,
+    flavors: Vec<Rc<Flavor>>,
+    replacing: Option<Rc<Flavor>>,
+}
+
+pub fn pod_order(pod: &Pod) -> (i64, i64, String) {
+    (
+        -res::get(&pod.requests, CPU),
+        -res::get(&pod.requests, MEMORY),
+        pod.key(),
+    )
+}
+
+pub struct Scheduler<'s> {
+    pub snapshot: &'s Snapshot,
+    /// Every pod: those bound to existing nodes first, then the pending ones.
+    pub pods: Vec<Pod>,
+    pub pending: Vec<usize>,
+    pub pools: Vec<PoolView>,
+    flavor_keys: BTreeSet<String>,
+    pub existing: Vec<ExistingTarget>,
+    pub claims: Vec<Claim>,
+    pub next_index: usize,
+    pub topology: TopologyCounts,
+    pub placed_prefs: HashMap<usize, Preferences>,
+    /// Claims the cost pass re-packed away; their last state still orders the pass's pairs.
+    pub removed: Vec<Claim>,
+    rules_of: HashMap<usize, Vec<usize>>,
+}
+
+impl<'s> Scheduler<'s> {
+    pub fn new(snapshot: &'s Snapshot) -> Self {
+        let mut ordered: Vec<_> = snapshot.node_pools.iter().collect();
+        ordered.sort_by(|a, b| (-a.weight, &a.name).cmp(&(-b.weight, &b.name)));
+        let pools = ordered
+            .iter()
+            .map(|p| PoolView::build(p, &snapshot.instance_types, &snapshot.daemonsets))
+            .collect();
+        let mut flavor_keys: BTreeSet<String> = snapshot
+            .instance_types
+            .iter()
+            .flat_map(|it| it.labels.iter().map(|(k, _)| k.clone()))
+            .collect();
+        flavor_keys.extend([ZONE, CAPACITY_TYPE, NODEPOOL].map(String::from));
+        for pool in &snapshot.node_pools {
+            flavor_keys.extend(pool.labels.iter().map(|(k, _)| k.clone()));
+        }
+        let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        let existing: Vec<ExistingTarget> =
+            nodes.iter().map(|n| ExistingTarget::build(n)).collect();
+        let mut pods: Vec<Pod> = snapshot
+            .nodes
+            .iter()
+            .flat_map(|n| n.pods.iter().cloned())
+            .collect();
+        let first_pending = pods.len();
+        pods.extend(snapshot.pods.iter().cloned());
+        let pending = (first_pending..pods.len()).collect();
+        let mut topology = TopologyCounts::default();
+        topology.register(snapshot, pods.iter());
+        let mut scheduler = Scheduler {
+            snapshot,
+            pods,
+            pending,
+            pools,
+            flavor_keys,
+            existing,
+            claims: Vec::new(),
+            next_index: 0,
+            topology,
+            placed_prefs: HashMap::new(),
+            removed: Vec::new(),
+            rules_of: HashMap::new(),
+        };
+        scheduler.record_existing();
+        scheduler
+    }
+
+    fn record_existing(&mut self) {
+        // Bound pods sit in the arena in snapshot node order; targets are sorted by name.
+        let mut id = 0;
+        for node in &self.snapshot.nodes {
+            let target = self
+                .existing
+                .iter()
+                .position(|t| t.node.name == node.name)
+                .expect("node");
+            for _ in &node.pods {
+                let labels = self.existing[target].node.labels.clone();
+                let domain = move |key: &str| lookup(&labels, key).cloned();
+                self.topology.record(id, &self.pods[id], &domain, 1);
+                id += 1;
+            }
+        }
+    }
+
+    // -- checks -------------------------------------------------------------------------------------
+
+    pub fn checks(&mut self, pod_id: usize, prefs: Preferences) -> Checks {
+        let pod = &self.pods[pod_id];
+        let topo = &mut self.topology;
+        let mut spread = Vec::new();
+        for constraint in prefs.spread(pod) {
+            let gid = topo.id_of(&spread_group(pod, &constraint));
+            let universe = topo.universe(self.snapshot, pod, &constraint);
+            let self_match = i64::from(topo.groups[gid].selects(pod));
+            spread.push((constraint, gid, universe, self_match));
+        }
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.rules_of.entry(pod_id) {
+            let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).into_iter().collect();
+            let rules = (0..topo.rules.len())
+                .filter(|&r| selecting.contains(&topo.rules[r].group))
+                .collect();
+            slot.insert(rules);
+        }
+        let rules = self.rules_of[&pod_id].clone();
+        let affinity = prefs
+            .affinity(pod)
+            .iter()
+            .map(|term| {
+                let group = term_group(term);
+                (
+                    topo.id_of(&group),
+                    term.topology_key.clone(),
+                    group.selects(pod),
+                )
+            })
+            .collect();
+        let anti = prefs
+            .anti_affinity(pod)
+            .iter()
+            .map(|t| (topo.id_of(&term_group(t)), t.topology_key.clone()))
+            .collect();
+        let symmetric_anti = topo
+            .selecting(pod_id, pod)
+            .into_iter()
+            .filter(|g| topo.anti_owners.contains_key(g))
+            .map(|g| (g, topo.groups[g].key.clone()))
+            .collect();
+        let keys = topo.relevant_keys(pod_id, pod);
+        Checks {
+            pod: pod_id,
+            requirements: prefs.node_requirements(pod),
+            prefer: !prefs.tolerate_prefer_no_schedule,
+            prefs,
+            spread,
+            rules,
+            affinity,
+            anti,
+            symmetric_anti,
+            keys,
+        }
+    }
+
+    fn spread_allows(
+        &self,
+        group: usize,
+        constraint: &TopologySpreadConstraint,
+        universe: &BTreeSet<String>,
+        value: Option<&str>,
+        self_match: i64,
+    ) -> bool {
+        let Some(value) = value else {
+            return false;
+        };
+        let counts = &self.topology.counts[group];
+        let floor = min_count(constraint, universe, counts);
+        counts.get(value).copied().unwrap_or(0) + self_match - floor <= constraint.max_skew
+    }
+
+    pub fn domain_problem(
+        &self,
+        checks: &Checks,
+        key: &str,
+        value: Option<&str>,
+    ) -> Option<String> {
+        let topo = &self.topology;
+        for (constraint, gid, universe, self_match) in &checks.spread {
+            if constraint.topology_key == key
+                && !self.spread_allows(*gid, constraint, universe, value, *self_match)
+            {
+                return Some(format!(
+                    "topology spread on {key} (maxSkew {}) would be exceeded",
+                    constraint.max_skew
+                ));
+            }
+        }
+        for &r in &checks.rules {
+            let rule: &SpreadRule = &topo.rules[r];
+            if rule.constraint.topology_key == key
+                && value.is_some()
+                && !topo.rule_allows(rule, value, 1)
+            {
+                return Some(format!(
+                    "topology spread on {key} of the pods it belongs with would be exceeded"
+                ));
+            }
+        }
+        for (gid, term_key, self_selected) in &checks.affinity {
+            if term_key != key {
+                continue;
+            }
+            let Some(value) = value else {
+                return Some(format!("pod affinity needs a node labelled {key}"));
+            };
+            let here = topo.counts[*gid].get(value).copied().unwrap_or(0);
+            if here == 0 && !(topo.totals[*gid] == 0 && *self_selected) {
+                return Some(format!(
+                    "pod affinity on {key}: no matching pod in that domain"
+                ));
+            }
+        }
+        if let Some(value) = value {
+            for (gid, term_key) in &checks.anti {
+                if term_key == key && topo.counts[*gid].get(value).copied().unwrap_or(0) > 0 {
+                    return Some(format!(
+                        "pod anti-affinity on {key}: a matching pod is already there"
+                    ));
+                }
+            }
+            for (gid, term_key) in &checks.symmetric_anti {
+                if term_key == key && topo.anti_owners[gid].get(value).copied().unwrap_or(0) > 0 {
+                    return Some(format!(
+                        "anti-affinity of a pod already on {key}={value} excludes it"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    pub fn merge(&self, base: &Reqs, pod_reqs: &Reqs) -> Result<Reqs, String> {
+        let mut out = base.clone();
+        for req in &pod_reqs.0 {
+            let current = match out.get(&req.key) {
+                Some(found) => found.clone(),
+                None if self.flavor_keys.contains(&req.key) => Requirement::any_value(&req.key),
+                None => Requirement::absent(&req.key),
+            };
+            let merged = current.intersect(req);
+            if merged.is_empty() {
+                return Err(format!(
+                    "requirement {} cannot be met (the NodePool allows {})",
+                    req.describe(),
+                    current.describe()
+                ));
+            }
+            out.set(merged);
+        }
+        Ok(out)
+    }
+
+    // -- targets ------------------------------------------------------------------------------------
+
+    fn fits_existing(&self, target: &ExistingTarget, checks: &Checks) -> bool {
+        let (node, pod) = (&target.node, &self.pods[checks.pod]);
+        if node.unschedulable || !res::fits(&target.used, &pod.requests, &node.allocatable) {
+            return false;
+        }
+        if checks.requirements.first_conflict(&node.labels).is_some() {
+            return false;
+        }
+        if untolerated(&pod.tolerations, &node.taints, checks.prefer).is_some() {
+            return false;
+        }
+        if pod
+            .host_ports
+            .iter()
+            .any(|a| target.ports.iter().any(|b| a.conflicts(b)))
+        {
+            return false;
+        }
+        checks.keys.iter().all(|key| {
+            self.domain_problem(checks, key, target.domain(key).as_deref())
+                .is_none()
+        })
+    }
+
+    fn place_existing(&mut self, target: usize, pod_id: usize) {
+        let pod = &self.pods[pod_id];
+        let t = &mut self.existing[target];
+        res::add_into(&mut t.used, &pod.requests, 1);
+        t.ports.extend(pod.host_ports.iter().cloned());
+        t.placed.push(pod_id);
+        let labels = t.node.labels.clone();
+        let domain = move |key: &str| lookup(&labels, key).cloned();
+        self.topology.record(pod_id, &self.pods[pod_id], &domain, 1);
+    }
+
+    fn holds(&self, claim: &Claim, checks: &Checks, merged: &Reqs, flavor: &Flavor) -> bool {
+        let pod = &self.pods[checks.pod];
+        let taints = &flavor.it.taints;
+        res::fits(&claim.used, &pod.requests, &flavor.net)
+            && flavor.compatible(merged)
+            && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
+            && (taints.is_empty()
+                || claim
+                    .pods
+                    .iter()
+                    .all(|&p| untolerated(&self.pods[p].tolerations, taints, false).is_none()))
+    }
+
+    /// Whether the pod can join the claim, and what that changes; otherwise why not.
+    pub fn evaluate(&self, claim: &Claim, checks: &Checks) -> Result<Addition, String> {
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[claim.view];
+        if let Some(taint) = untolerated(&pod.tolerations, &view.pool.taints, checks.prefer) {
+            return Err(format!("does not tolerate the NodePool's taint {taint}"));
+        }
+        let mut merged = self.merge(&claim.requirements, &checks.requirements)?;
+        if pod
+            .host_ports
+            .iter()
+            .any(|a| claim.ports.iter().any(|b| a.conflicts(b)))
+        {
+            return Err("host port already taken".into());
+        }
+        let open_keys = checks
+            .keys
+            .iter()
+            .any(|k| k != HOSTNAME && !merged.pinned(k));
+        let needs_all = open_keys
+            || merged
+                .0
+                .iter()
+                .any(|r| r.min_values.is_some_and(|m| m != 0));
+        let mut flavors: Vec<Rc<Flavor>> = if needs_all {
+            claim
+                .flavors
+                .iter()
+                .filter(|f| self.holds(claim, checks, &merged, f))
+                .cloned()
+                .collect()
+        } else {
+            claim.flavors.clone()
+        };
+        if needs_all && flavors.is_empty() {
+            return Err("no flavor has room for it".into());
+        }
+        flavors = self.settle_domains(claim, checks, &mut merged, flavors)?;
+        if OFFERING_KEYS
+            .iter()
+            .any(|k| merged.get(k) != claim.requirements.get(k))
+        {
+            sort_by_price(&mut flavors, &merged);
+        }
+        let replacing = if claim.pods.is_empty() {
+            None
+        } else {
+            Some(claim.flavors[0].clone())
+        };
+        let head = flavors.iter().position(|f| {
+            (needs_all || self.holds(claim, checks, &merged, f))
+                && view.within_limits(f, replacing.as_deref())
+        });
+        let Some(head) = head else {
+            if needs_all
+                || flavors
+                    .iter()
+                    .any(|f| self.holds(claim, checks, &merged, f))
+            {
+                return Err(format!("limits reached ({})", limits_text(view)));
+            }
+            return Err("no flavor has room for it".into());
+        };
+        flavors.drain(..head);
+        for req in &merged.0 {
+            if let Some(min) = req.min_values.filter(|&m| m != 0) {
+                let distinct: BTreeSet<String> = flavors
+                    .iter()
+                    .flat_map(|f| f.label(&req.key, &merged))
+                    .collect();
+                if (distinct.len() as i64) < min {
+                    return Err(format!(
+                        "fewer than minValues {min} flavors left for {}",
+                        req.key
+                    ));
+                }
+            }
+        }
+        Ok(Addition {
+            requirements: merged,
+            flavors,
+            replacing,
+        })
+    }
+
+    fn settle_domains(
+        &self,
+        claim: &Claim,
+        checks: &Checks,
+        merged: &mut Reqs,
+        mut flavors: Vec<Rc<Flavor>>,
+    ) -> Result<Vec<Rc<Flavor>>, String> {
+        for key in &checks.keys {
+            let options = claim.domain_options(key, &flavors, merged);
+            let passing: Vec<&Option<String>> = options
+                .iter()
+                .filter(|v| self.domain_problem(checks, key, v.as_deref()).is_none())
+                .collect();
+            if passing.is_empty() {
+                let first = options.first().cloned().flatten();
+                return Err(self
+                    .domain_problem(checks, key, first.as_deref())
+                    .unwrap_or_else(|| format!("no domain for {key}")));
+            }
+            if key == HOSTNAME || (passing.len() == 1 && passing[0].is_none()) || merged.pinned(key)
+            {
+                continue;
+            }
+            let candidates: Vec<&str> = passing.iter().filter_map(|v| v.as_deref()).collect();
+            let value = self.best_domain(checks, key, &candidates, &flavors, merged);
+            merged.add(Requirement::exactly(key, &value));
+            flavors.retain(|f| f.compatible(merged));
+            if flavors.is_empty() {
+                return Err(format!("no flavor is offered with {key}={value}"));
+            }
+        }
+        Ok(flavors)
+    }
+
+    fn best_domain(
+        &self,
+        checks: &Checks,
+        key: &str,
+        passing: &[&str],
+        flavors: &[Rc<Flavor>],
+        merged: &Reqs,
+    ) -> String {
+        let score = |value: &str| {
+            let crowd: i64 = checks
+                .spread
+                .iter()
+                .filter(|(c, ..)| c.topology_key == key)
+                .map(|(_, gid, ..)| self.topology.counts[*gid].get(value).copied().unwrap_or(0))
+                .sum();
+            let mut pinned = merged.clone();
+            pinned.add(Requirement::exactly(key, value));
+            let price = flavors
+                .iter()
+                .filter(|f| f.compatible(&pinned))
+                .map(|f| f.price(&pinned))
+                .fold(f64::INFINITY, f64::min);
+            (crowd, price)
+        };
+        let mut best = passing[0];
+        let mut best_score = score(best);
+        for &value in &passing[1..] {
+            let s = score(value);
+            let better = s.0 < best_score.0
+                || (s.0 == best_score.0
+                    && (s.1 < best_score.1 || (s.1 == best_score.1 && value < best)));
+            if better {
+                best = value;
+                best_score = s;
+            }
+        }
+        best.to_string()
+    }
+
+    fn commit(&mut self, claim_at: usize, pod_id: usize, addition: Addition) {
+        let Addition {
+            requirements,
+            flavors,
+            replacing,
+        } = addition;
+        let claim = &mut self.claims[claim_at];
+        self.pools[claim.view].charge(Some(&flavors[0]), replacing.as_deref());
+        claim.requirements = requirements;
+        claim.flavors = flavors;
+        let pod = &self.pods[pod_id];
+        res::add_into(&mut claim.used, &pod.requests, 1);
+        claim.pods.push(pod_id);
+        claim.ports.extend(pod.host_ports.iter().cloned());
+        let claim = &self.claims[claim_at];
+        let domain = |key: &str| claim.domain(key);
+        self.topology.record(pod_id, &self.pods[pod_id], &domain, 1);
+    }
+
+    pub fn try_claim(&mut self, claim_at: usize, checks: &Checks) -> Result<(), String> {
+        let addition = self.evaluate(&self.claims[claim_at], checks)?;
+        self.commit(claim_at, checks.pod, addition);
+        Ok(())
+    }
+
+    /// Open a claim in the pool for the pod (held to one flavor when `restrict` names it); the claim's
+    /// position in `claims`, or why not.
+    pub fn open_claim(
+        &mut self,
+        view_at: usize,
+        checks: &Checks,
+        restrict: Option<&str>,
+    ) -> Result<usize, String> {
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[view_at];
+        let merged = self.merge(&view.base, &checks.requirements)?;
+        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
+        let flavors: Vec<Rc<Flavor>> = view
+            .flavors
+            .iter()
+            .filter(allowed)
+            .filter(|f| f.compatible(&merged))
+            .cloned()
+            .collect();
+        if flavors.is_empty() {
+            return Err(unmatched(view, &checks.requirements, &merged, restrict));
+        }
+        let flavors: Vec<Rc<Flavor>> = flavors
+            .into_iter()
+            .filter(|f| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none())
+            .collect();
+        if flavors.is_empty() {
+            return Err("it does not tolerate the taints of any flavor".into());
+        }
+        let roomy: Vec<Rc<Flavor>> = flavors
+            .iter()
+            .filter(|f| res::fits(&[], &pod.requests, &f.net))
+            .cloned()
+            .collect();
+        if roomy.is_empty() {
+            return Err(too_big(pod, &flavors));
+        }
+        let claim = Claim {
+            index: self.next_index,
+            view: view_at,
+            pool_name: view.pool.name.clone(),
+            requirements: view.base.clone(),
+            flavors: roomy,
+            used: Vec::new(),
+            pods: Vec::new(),
+            ports: Vec::new(),
+        };
+        let addition = self.evaluate(&claim, checks)?;
+        self.next_index += 1;
+        self.claims.push(claim);
+        let at = self.claims.len() - 1;
+        self.commit(at, checks.pod, addition);
+        Ok(at)
+    }
+
+    // -- the greedy pass ----------------------------------------------------------------------------
+
+    fn place(&mut self, checks: &Checks) -> Result<(), String> {
+        for t in 0..self.existing.len() {
+            if self.fits_existing(&self.existing[t], checks) {
+                self.place_existing(t, checks.pod);
+                return Ok(());
+            }
+        }
+        for c in 0..self.claims.len() {
+            if self.try_claim(c, checks).is_ok() {
+                return Ok(());
+            }
+        }
+        if self.pools.is_empty() {
+            return Err("no NodePool exists".into());
+        }
+        let mut reasons = Vec::new();
+        for v in 0..self.pools.len() {
+            match self.open_claim(v, checks, None) {
+                Ok(_) => return Ok(()),
+                Err(reason) => {
+                    reasons.push(format!("NodePool {}: {reason}", self.pools[v].pool.name))
+                }
+            }
+        }
+        Err(reasons.join("; "))
+    }
+
+    fn place_with_relaxation(&mut self, pod_id: usize) -> Result<(), String> {
+        let mut prefs = Preferences::strict(&self.pods[pod_id]);
+        loop {
+            let checks = self.checks(pod_id, prefs.clone());
+            match self.place(&checks) {
+                Ok(()) => {
+                    self.placed_prefs.insert(pod_id, prefs);
+                    return Ok(());
+                }
+                Err(reason) => {
+                    if !prefs.relax(&self.pods[pod_id]) {
+                        return Err(reason);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn schedule(&mut self) -> HashMap<usize, String> {
+        let mut pending = self.pending.clone();
+        pending.sort_by_cached_key(|&p| pod_order(&self.pods[p]));
+        let mut failures = HashMap::new();
+        while !pending.is_empty() {
+            failures = HashMap::new();
+            let mut retry = Vec::new();
+            for &pod_id in &pending {
+                if let Err(reason) = self.place_with_relaxation(pod_id) {
+                    failures.insert(pod_id, reason);
+                    retry.push(pod_id);
+                }
+            }
+            if retry.len() == pending.len() {
+                break;
+            }
+            pending = retry;
+        }
+        failures
+    }
+
+    // -- output -------------------------------------------------------------------------------------
+
+    pub fn planned(&self, claim: &Claim) -> PlannedNodeClaim {
+        let flavor = claim.chosen();
+        let pool = &self.pools[claim.view].pool;
+        let offering = flavor.cheapest_offering(&claim.requirements);
+        let mut labels: Pairs<String> = flavor.it.labels.clone();
+        for (k, v) in &pool.labels {
+            set_label(&mut labels, k, v);
+        }
+        set_label(&mut labels, NODEPOOL, &pool.name);
+        set_label(&mut labels, ZONE, &offering.zone);
+        set_label(&mut labels, CAPACITY_TYPE, &offering.capacity_type);
+        for req in &claim.requirements.0 {
+            if let Some(value) = req.single_value() {
+                if lookup(&labels, &req.key).is_none() {
+                    labels.push((req.key.clone(), value.to_string()));
+                }
+            }
+        }
+        labels.sort();
+        PlannedNodeClaim {
+            node_pool: pool.name.clone(),
+            instance_type: flavor.name().to_string(),
+            zone: offering.zone.clone(),
+            capacity_type: offering.capacity_type.clone(),
+            price_per_hour: offering.price,
+            pods: claim.pods.iter().map(|&p| self.pods[p].key()).collect(),
+            labels,
+        }
+    }
+}
+
+fn limits_text(view: &PoolView) -> String {
+    let mut keys: Vec<&(String, i64)> = view.remaining.iter().collect();
+    keys.sort();
+    keys.iter()
+        .map(|(key, left)| {
+            let limit = res::get(&view.pool.limits, key);
+            format!(
+                "{key} limit {}, {} left",
+                res::describe(key, limit),
+                res::describe(key, (*left).max(0))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Option<&str>) -> String {
+    let candidates: Vec<&Rc<Flavor>> = view
+        .flavors
+        .iter()
+        .filter(|f| restrict.is_none_or(|r| f.name() == r))
+        .collect();
+    for req in &pod_reqs.0 {
+        let only = Reqs(vec![merged
+            .get(&req.key)
+            .expect("merged has every pod key")
+            .clone()]);
+        if !candidates.iter().any(|f| f.compatible(&only)) {
+            return format!("no flavor matches {}", req.describe());
+        }
+    }
+    "no flavor matches all of its requirements together".into()
+}
+
+fn too_big(pod: &Pod, flavors: &[Rc<Flavor>]) -> String {
+    let mut largest = &flavors[0];
+    for f in &flavors[1..] {
+        let key = |f: &Flavor| (res::get(&f.net, CPU), res::get(&f.net, MEMORY));
+        if (key(f), f.name()) > (key(largest), largest.name()) {
+            largest = f;
+        }
+    }
+    let short = res::first_shortfall(&[], &pod.requests, &largest.net).unwrap_or(CPU);
+    format!(
+        "no flavor is big enough: it requests {short}={}, the largest flavor {} has {} allocatable after DaemonSets",
+        res::describe(short, res::get(&pod.requests, short)),
+        largest.name(),
+        res::describe(short, res::get(&largest.net, short).max(0))
+    )
+}

@@ -1,0 +1,317 @@
+//! The cost pass (twin of `improve.py`): re-pack one or two claims into new claims held to one flavor,
+//! keeping a move only when it is strictly cheaper; bounded by a count of pod placements.
+
+use std::collections::HashSet;
+
+use super::greedy::{pod_order, Scheduler};
+use super::model::HOSTNAME;
+use super::resources as res;
+use super::targets::Claim;
+use super::topology::term_group;
+
+const PLACEMENTS_PER_POD: i64 = 10;
+const BASE_PLACEMENTS: i64 = 2000;
+const ALL_PAIRS_UP_TO: usize = 40;
+const PAIR_WINDOW: usize = 8;
+const FLAVORS_PER_MOVE: usize = 4;
+const SAVING: f64 = 1e-9;
+
+/// CPython's float floor division, so both engines estimate fits identically.
+fn python_floordiv(a: f64, b: f64) -> f64 {
+    let rem = a % b;
+    let mut div = (a - rem) / b;
+    if rem != 0.0 && ((b < 0.0) != (rem < 0.0)) {
+        div -= 1.0;
+    }
+    let floor = div.floor();
+    if div - floor > 0.5 {
+        floor + 1.0
+    } else {
+        floor
+    }
+}
+
+pub fn improve(s: &mut Scheduler) {
+    let mut budget = PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS;
+    let pinned = pinned_groups(s);
+    let mut improved = true;
+    while improved && budget > 0 {
+        improved = false;
+        let movable: Vec<usize> = s
+            .claims
+            .iter()
+            .filter(|c| !c.pods.iter().any(|&p| is_pinned(s, p, &pinned)))
+            .map(|c| c.index)
+            .collect();
+        for claim in &movable {
+            if budget <= 0 {
+                break;
+            }
+            if present(s, &[*claim]) && repack(s, &[*claim], &mut budget) {
+                improved = true;
+            }
+        }
+        let mut ordered: Vec<(String, f64, usize)> = movable
+            .iter()
+            .filter_map(|&i| s.claims.iter().find(|c| c.index == i))
+            .map(|c| (c.pool_name.clone(), -c.price(), c.index))
+            .collect();
+        // Claims repacked away above are no longer there; Python sorts the stale objects, whose prices
+        // did not change, so the order is the same.
+        let stale: Vec<usize> = movable
+            .iter()
+            .copied()
+            .filter(|i| !ordered.iter().any(|o| o.2 == *i))
+            .collect();
+        ordered.extend(stale_prices(s, &stale));
+        ordered.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let window = if ordered.len() <= ALL_PAIRS_UP_TO {
+            ordered.len()
+        } else {
+            PAIR_WINDOW
+        };
+        'pairs: for i in 0..ordered.len() {
+            for j in i + 1..(i + 1 + window).min(ordered.len()) {
+                if budget <= 0 {
+                    break 'pairs;
+                }
+                let pair = [ordered[i].2, ordered[j].2];
+                if present(s, &pair) && repack(s, &pair, &mut budget) {
+                    improved = true;
+                }
+            }
+        }
+    }
+}
+
+fn stale_prices(s: &Scheduler, stale: &[usize]) -> Vec<(String, f64, usize)> {
+    s.removed
+        .iter()
+        .filter(|c| stale.contains(&c.index))
+        .map(|c| (c.pool_name.clone(), -c.price(), c.index))
+        .collect()
+}
+
+fn present(s: &Scheduler, indexes: &[usize]) -> bool {
+    indexes
+        .iter()
+        .all(|i| s.claims.iter().any(|c| c.index == *i))
+}
+
+fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
+    let topo = &s.topology;
+    let mut pinned = HashSet::new();
+    for pod in &s.pods {
+        for t in &pod.affinity {
+            pinned.insert(topo.id_of(&term_group(t)));
+        }
+        for w in &pod.preferred_affinity {
+            pinned.insert(topo.id_of(&term_group(&w.term)));
+        }
+    }
+    for rule in &topo.rules {
+        if rule.constraint.topology_key != HOSTNAME {
+            pinned.insert(rule.group);
+        }
+    }
+    pinned
+}
+
+fn is_pinned(s: &Scheduler, pod: usize, pinned: &HashSet<usize>) -> bool {
+    s.topology
+        .selecting_cached(pod)
+        .iter()
+        .any(|g| pinned.contains(g))
+}
+
+fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Option<String>> {
+    let chosen: Vec<String> = claims
+        .iter()
+        .map(|c| c.chosen().name().to_string())
+        .collect();
+    let first = &s.pods[pods[0]];
+    let average: Vec<(String, f64)> = first
+        .requests
+        .iter()
+        .map(|(key, _)| {
+            let sum: i64 = pods
+                .iter()
+                .map(|&p| res::get(&s.pods[p].requests, key))
+                .sum();
+            (key.clone(), sum as f64 / pods.len() as f64)
+        })
+        .collect();
+    let view = &s.pools[claims[0].view];
+    let per_pod = |flavor: &super::targets::Flavor| -> (f64, f64) {
+        let fit = average
+            .iter()
+            .filter(|(_, value)| *value > 0.0)
+            .map(|(key, value)| python_floordiv(res::get(&flavor.net, key) as f64, *value) as i64)
+            .min()
+            .unwrap_or(pods.len() as i64)
+            .min(pods.len() as i64);
+        let price = flavor.price(&view.base);
+        (
+            if fit > 0 {
+                price / fit as f64
+            } else {
+                f64::INFINITY
+            },
+            price,
+        )
+    };
+    let mut ranked: Vec<_> = view.flavors.iter().collect();
+    ranked.sort_by(|a, b| {
+        let (pa, pb) = (per_pod(a), per_pod(b));
+        pa.0.total_cmp(&pb.0)
+            .then(pa.1.total_cmp(&pb.1))
+            .then_with(|| a.name().cmp(b.name()))
+    });
+    let efficient: Vec<String> = ranked
+        .iter()
+        .take(FLAVORS_PER_MOVE)
+        .filter(|f| per_pod(f).0 != f64::INFINITY)
+        .map(|f| f.name().to_string())
+        .collect();
+    let mut out: Vec<Option<String>> = vec![None];
+    for name in efficient.into_iter().chain(chosen) {
+        if !out.contains(&Some(name.clone())) {
+            out.push(Some(name));
+        }
+    }
+    if claims.len() == 1 {
+        let current = claims[0].chosen().name();
+        out.retain(|f| f.as_deref().is_some_and(|n| n != current));
+    }
+    out
+}
+
+/// Take claims off the plan: their pods leave the counts, their flavors leave the limits.
+fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Claim> {
+    let mut taken = Vec::new();
+    for index in indexes {
+        let at = s
+            .claims
+            .iter()
+            .position(|c| c.index == *index)
+            .expect("claim present");
+        let claim = s.claims.remove(at);
+        for &pod in &claim.pods {
+            let domain = |key: &str| claim.domain(key);
+            s.topology.record(pod, &s.pods[pod], &domain, -1);
+        }
+        s.pools[claim.view].charge(None, Some(claim.chosen()));
+        taken.push(claim);
+    }
+    taken
+}
+
+fn put_back(s: &mut Scheduler, claims: Vec<Claim>) {
+    for claim in claims {
+        s.pools[claim.view].charge(Some(claim.chosen()), None);
+        for &pod in &claim.pods {
+            let domain = |key: &str| claim.domain(key);
+            s.topology.record(pod, &s.pods[pod], &domain, 1);
+        }
+        s.claims.push(claim);
+    }
+    s.claims.sort_by_key(|c| c.index);
+}
+
+/// Place the pods on new claims only, held to `restrict` where it fits; None (nothing left behind)
+/// when some pod cannot be placed.
+fn replace(
+    s: &mut Scheduler,
+    pods: &[usize],
+    restrict: Option<&str>,
+    budget: &mut i64,
+) -> Option<Vec<usize>> {
+    let mut order = pods.to_vec();
+    order.sort_by_cached_key(|&p| pod_order(&s.pods[p]));
+    let mut created: Vec<usize> = Vec::new();
+    for pod in order {
+        *budget -= 1;
+        let prefs = s.placed_prefs[&pod].clone();
+        let checks = s.checks(pod, prefs);
+        let mut placed = false;
+        for &index in &created {
+            let at = s
+                .claims
+                .iter()
+                .position(|c| c.index == index)
+                .expect("created claim");
+            if s.try_claim(at, &checks).is_ok() {
+                placed = true;
+                break;
+            }
+        }
+        if placed {
+            continue;
+        }
+        let mut attempts = vec![restrict];
+        if restrict.is_some() {
+            attempts.push(None);
+        }
+        'attempts: for flavor in attempts {
+            for v in 0..s.pools.len() {
+                if let Ok(at) = s.open_claim(v, &checks, flavor) {
+                    created.push(s.claims[at].index);
+                    placed = true;
+                    break 'attempts;
+                }
+            }
+        }
+        if !placed {
+            let gone = take_off(s, &created);
+            drop(gone);
+            return None;
+        }
+    }
+    Some(created)
+}
+
+fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64) -> bool {
+    let claims: Vec<&Claim> = indexes
+        .iter()
+        .map(|i| s.claims.iter().find(|c| c.index == *i).expect("present"))
+        .collect();
+    let before: f64 = claims.iter().fold(0.0, |acc, c| acc + c.price());
+    let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
+    if pods.is_empty() {
+        return false;
+    }
+    let strategies = candidate_flavors(s, &claims, &pods);
+    let taken = take_off(s, indexes);
+    let mut best: Option<(f64, Option<String>)> = None;
+    for restrict in strategies {
+        if *budget <= 0 {
+            break;
+        }
+        let Some(created) = replace(s, &pods, restrict.as_deref(), budget) else {
+            continue;
+        };
+        let cost = created.iter().fold(0.0, |acc, i| {
+            acc + s
+                .claims
+                .iter()
+                .find(|c| c.index == *i)
+                .expect("created")
+                .price()
+        });
+        let gone = take_off(s, &created);
+        drop(gone);
+        if cost < before - SAVING && best.as_ref().is_none_or(|b| cost < b.0) {
+            best = Some((cost, restrict));
+        }
+    }
+    let Some((_, restrict)) = best else {
+        put_back(s, taken);
+        return false;
+    };
+    if replace(s, &pods, restrict.as_deref(), budget).is_none() {
+        put_back(s, taken);
+        return false;
+    }
+    s.removed.extend(taken);
+    true
+}

@@ -1,0 +1,55 @@
+//! The scheduling core: snapshot in, plan out. No I/O, no Python: the bindings are elsewhere.
+
+pub mod counts;
+pub mod greedy;
+pub mod improve;
+pub mod model;
+pub mod preferences;
+pub mod requirements;
+pub mod resources;
+pub mod targets;
+pub mod topology;
+
+use greedy::Scheduler;
+use model::{Plan, Snapshot};
+
+/// Plan new NodeClaims for the snapshot's pending pods, exactly as the Python engine does.
+pub fn solve(snapshot: &Snapshot) -> Plan {
+    let mut scheduler = Scheduler::new(snapshot);
+    let failures = scheduler.schedule();
+    improve::improve(&mut scheduler);
+    let existing_nodes = scheduler
+        .existing
+        .iter()
+        .map(|t| {
+            (
+                t.node.name.clone(),
+                t.placed.iter().map(|&p| scheduler.pods[p].key()).collect(),
+            )
+        })
+        .collect();
+    let mut claims: Vec<_> = scheduler.claims.iter().collect();
+    claims.sort_by_key(|c| c.index);
+    let node_claims = claims.iter().map(|c| scheduler.planned(c)).collect();
+    let unschedulable = scheduler
+        .pending
+        .iter()
+        .filter_map(|p| {
+            failures
+                .get(p)
+                .map(|reason| (scheduler.pods[*p].key(), reason.clone()))
+        })
+        .collect();
+    Plan {
+        node_claims,
+        existing_nodes,
+        unschedulable,
+    }
+}
+
+/// The same, from and to JSON: what the Python bindings call.
+pub fn solve_json(snapshot: &str) -> Result<String, String> {
+    let snapshot: Snapshot =
+        serde_json::from_str(snapshot).map_err(|e| format!("invalid snapshot: {e}"))?;
+    serde_json::to_string(&solve(&snapshot)).map_err(|e| e.to_string())
+}

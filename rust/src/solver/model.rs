@@ -1,0 +1,246 @@
+//! The snapshot and plan as plain data, read from and written to JSON by the Python side
+//! (`kapstan.scheduling.rust_engine`). Maps whose order matters arrive as lists of pairs.
+
+use serde::{Deserialize, Serialize};
+
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+pub const ZONE: &str = "topology.kubernetes.io/zone";
+pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+pub const NODEPOOL: &str = "karpenter.sh/nodepool";
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+
+pub type Pairs<V> = Vec<(String, V)>;
+
+pub fn lookup<'a, V>(pairs: &'a [(String, V)], key: &str) -> Option<&'a V> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct NodeSelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+    pub min_values: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct PreferredNodeTerm {
+    pub weight: i64,
+    pub term: Vec<NodeSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct LabelSelector {
+    pub match_labels: Pairs<String>,
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &[(String, String)]) -> bool {
+        for (key, value) in &self.match_labels {
+            if lookup(labels, key) != Some(value) {
+                return false;
+            }
+        }
+        for expr in &self.match_expressions {
+            let present = lookup(labels, &expr.key);
+            let ok = match expr.operator.as_str() {
+                "In" => present.is_some_and(|v| expr.values.contains(v)),
+                "NotIn" => !present.is_some_and(|v| expr.values.contains(v)),
+                "Exists" => present.is_some(),
+                _ => present.is_none(),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct PodAffinityTerm {
+    pub selector: LabelSelector,
+    pub topology_key: String,
+    pub namespaces: Vec<String>,
+    pub all_namespaces: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct WeightedPodAffinityTerm {
+    pub weight: i64,
+    pub term: PodAffinityTerm,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+impl Toleration {
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if !self.effect.is_empty() && self.effect != taint.effect {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        if self.operator == "Exists" {
+            return true;
+        }
+        self.key == taint.key && self.value == taint.value
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct Taint {
+    pub key: String,
+    pub effect: String,
+    pub value: String,
+}
+
+impl std::fmt::Display for Taint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}:{}", self.key, self.effect)
+        } else {
+            write!(f, "{}={}:{}", self.key, self.value, self.effect)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct TopologySpreadConstraint {
+    pub max_skew: i64,
+    pub topology_key: String,
+    pub when_unsatisfiable: String,
+    pub selector: LabelSelector,
+    pub min_domains: i64,
+    pub node_affinity_policy: String,
+    pub node_taints_policy: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct HostPort {
+    pub port: i64,
+    pub protocol: String,
+    pub host_ip: String,
+}
+
+impl HostPort {
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        if self.port != other.port || self.protocol != other.protocol {
+            return false;
+        }
+        let wildcard = |ip: &str| ip.is_empty() || ip == "0.0.0.0" || ip == "::";
+        wildcard(&self.host_ip) || wildcard(&other.host_ip) || self.host_ip == other.host_ip
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub requests: Pairs<i64>,
+    pub labels: Pairs<String>,
+    pub node_selector: Pairs<String>,
+    pub required_terms: Vec<Vec<NodeSelectorRequirement>>,
+    pub preferred_terms: Vec<PreferredNodeTerm>,
+    pub affinity: Vec<PodAffinityTerm>,
+    pub preferred_affinity: Vec<WeightedPodAffinityTerm>,
+    pub anti_affinity: Vec<PodAffinityTerm>,
+    pub preferred_anti_affinity: Vec<WeightedPodAffinityTerm>,
+    pub tolerations: Vec<Toleration>,
+    pub spread: Vec<TopologySpreadConstraint>,
+    pub host_ports: Vec<HostPort>,
+}
+
+impl Pod {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Offering {
+    pub zone: String,
+    pub capacity_type: String,
+    pub price: f64,
+    pub available: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct InstanceType {
+    pub name: String,
+    pub capacity: Pairs<i64>,
+    pub allocatable: Pairs<i64>,
+    pub offerings: Vec<Offering>,
+    pub labels: Pairs<String>,
+    pub taints: Vec<Taint>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct NodePool {
+    pub name: String,
+    pub requirements: Vec<NodeSelectorRequirement>,
+    pub labels: Pairs<String>,
+    pub taints: Vec<Taint>,
+    pub weight: i64,
+    pub limits: Pairs<i64>,
+    pub usage: Pairs<i64>,
+    pub instance_types: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Node {
+    pub name: String,
+    pub labels: Pairs<String>,
+    pub allocatable: Pairs<i64>,
+    pub taints: Vec<Taint>,
+    pub pods: Vec<Pod>,
+    pub unschedulable: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DaemonSet {
+    pub name: String,
+    pub pod: Pod,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Snapshot {
+    pub pods: Vec<Pod>,
+    pub instance_types: Vec<InstanceType>,
+    pub node_pools: Vec<NodePool>,
+    pub nodes: Vec<Node>,
+    pub daemonsets: Vec<DaemonSet>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedNodeClaim {
+    pub node_pool: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub price_per_hour: f64,
+    pub pods: Vec<String>,
+    pub labels: Pairs<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub node_claims: Vec<PlannedNodeClaim>,
+    pub existing_nodes: Pairs<Vec<String>>,
+    pub unschedulable: Pairs<String>,
+}

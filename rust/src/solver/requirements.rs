@@ -1,0 +1,323 @@
+//! The requirements algebra (twin of `kapstan/scheduling/requirements.py`): the values a label may take
+//! on a node, and whether it may be absent. `Reqs` keeps insertion order, like a Python dict, because
+//! the order decides which conflict a reason names.
+
+use std::collections::BTreeSet;
+
+use super::model::{lookup, NodeSelectorRequirement};
+
+/// Python's `int(text)` for the strings labels can hold: sign, digits, single underscores between digits.
+pub fn python_int(text: &str) -> Option<i128> {
+    let body = text.trim();
+    let (negative, digits) = match body.as_bytes().first()? {
+        b'-' => (true, &body[1..]),
+        b'+' => (false, &body[1..]),
+        _ => (false, body),
+    };
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+    {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for c in digits.chars() {
+        if c == '_' {
+            continue;
+        }
+        value = value
+            .checked_mul(10)?
+            .checked_add(c.to_digit(10)? as i128)?;
+    }
+    Some(if negative { -value } else { value })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Requirement {
+    pub key: String,
+    pub complement: bool,
+    pub values: BTreeSet<String>,
+    pub absent_ok: bool,
+    pub greater_than: Option<i128>,
+    pub less_than: Option<i128>,
+    pub min_values: Option<i64>,
+}
+
+fn max_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (None, b) => b,
+        (a, None) => a,
+        (Some(a), Some(b)) => Some(a.max(b)),
+    }
+}
+
+fn min_opt<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (None, b) => b,
+        (a, None) => a,
+        (Some(a), Some(b)) => Some(a.min(b)),
+    }
+}
+
+impl Requirement {
+    fn new(key: &str, complement: bool, values: BTreeSet<String>, absent_ok: bool) -> Self {
+        Requirement {
+            key: key.to_string(),
+            complement,
+            values,
+            absent_ok,
+            greater_than: None,
+            less_than: None,
+            min_values: None,
+        }
+    }
+
+    pub fn from_selector(req: &NodeSelectorRequirement) -> Self {
+        let values: BTreeSet<String> = req.values.iter().cloned().collect();
+        let bound = || req.values.first().and_then(|v| python_int(v)).unwrap_or(0);
+        let mut out = match req.operator.as_str() {
+            "In" => Requirement::new(&req.key, false, values, false),
+            "NotIn" => Requirement::new(&req.key, true, values, true),
+            "Exists" => Requirement::new(&req.key, true, BTreeSet::new(), false),
+            "DoesNotExist" => return Requirement::new(&req.key, false, BTreeSet::new(), true),
+            op => {
+                let mut r = Requirement::new(&req.key, true, BTreeSet::new(), false);
+                match op {
+                    "Gt" => r.greater_than = Some(bound()),
+                    "Gte" => r.greater_than = Some(bound() - 1),
+                    "Lt" => r.less_than = Some(bound()),
+                    _ => r.less_than = Some(bound() + 1),
+                }
+                return r;
+            }
+        };
+        out.min_values = req.min_values;
+        out
+    }
+
+    pub fn exactly(key: &str, value: &str) -> Self {
+        Requirement::new(key, false, BTreeSet::from([value.to_string()]), false)
+    }
+
+    pub fn any_value(key: &str) -> Self {
+        Requirement::new(key, true, BTreeSet::new(), true)
+    }
+
+    pub fn absent(key: &str) -> Self {
+        Requirement::new(key, false, BTreeSet::new(), true)
+    }
+
+    fn in_bounds(&self, value: &str) -> bool {
+        if self.greater_than.is_none() && self.less_than.is_none() {
+            return true;
+        }
+        let Some(number) = python_int(value) else {
+            return false;
+        };
+        if let Some(g) = self.greater_than {
+            if number <= g {
+                return false;
+            }
+        }
+        self.less_than.is_none_or(|l| number < l)
+    }
+
+    pub fn has(&self, value: &str) -> bool {
+        if !self.in_bounds(value) {
+            return false;
+        }
+        self.values.contains(value) != self.complement
+    }
+
+    pub fn allows(&self, value: Option<&str>) -> bool {
+        match value {
+            None => self.absent_ok,
+            Some(v) => self.has(v),
+        }
+    }
+
+    pub fn intersect(&self, other: &Requirement) -> Requirement {
+        let greater = max_opt(self.greater_than, other.greater_than);
+        let less = min_opt(self.less_than, other.less_than);
+        let (complement, values) = match (self.complement, other.complement) {
+            (true, true) => (true, self.values.union(&other.values).cloned().collect()),
+            (true, false) => (
+                false,
+                other.values.difference(&self.values).cloned().collect(),
+            ),
+            (false, true) => (
+                false,
+                self.values.difference(&other.values).cloned().collect(),
+            ),
+            (false, false) => (
+                false,
+                self.values.intersection(&other.values).cloned().collect(),
+            ),
+        };
+        let mut merged = Requirement {
+            key: self.key.clone(),
+            complement,
+            values,
+            absent_ok: self.absent_ok && other.absent_ok,
+            greater_than: greater,
+            less_than: less,
+            min_values: max_opt(self.min_values, other.min_values),
+        };
+        if !complement && (greater.is_some() || less.is_some()) {
+            let kept: BTreeSet<String> = merged
+                .values
+                .iter()
+                .filter(|v| merged.in_bounds(v))
+                .cloned()
+                .collect();
+            merged.values = kept;
+        }
+        merged
+    }
+
+    pub fn present_possible(&self) -> bool {
+        if !self.complement {
+            return !self.values.is_empty();
+        }
+        if let (Some(g), Some(l)) = (self.greater_than, self.less_than) {
+            let span = l - g - 1;
+            let excluded = self.values.iter().filter(|v| self.in_bounds(v)).count() as i128;
+            return span > excluded;
+        }
+        true
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.absent_ok && !self.present_possible()
+    }
+
+    pub fn single_value(&self) -> Option<&str> {
+        if !self.complement && self.values.len() == 1 && !self.absent_ok {
+            return self.values.iter().next().map(String::as_str);
+        }
+        None
+    }
+
+    pub fn describe(&self) -> String {
+        if self.greater_than.is_some() || self.less_than.is_some() {
+            let low = self
+                .greater_than
+                .map(|g| format!(">{g}"))
+                .unwrap_or_default();
+            let high = self.less_than.map(|l| format!("<{l}")).unwrap_or_default();
+            let sep = if !low.is_empty() && !high.is_empty() {
+                " "
+            } else {
+                ""
+            };
+            return format!("{} {low}{sep}{high}", self.key);
+        }
+        let values = self.values.iter().cloned().collect::<Vec<_>>().join(", ");
+        match (self.complement, values.is_empty()) {
+            (true, false) => format!("{} NotIn [{values}]", self.key),
+            (true, true) => format!("{} Exists", self.key),
+            (false, false) => format!("{} In [{values}]", self.key),
+            (false, true) => format!("{} DoesNotExist", self.key),
+        }
+    }
+}
+
+/// Requirements by key, in insertion order (a key keeps its first position when narrowed again).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reqs(pub Vec<Requirement>);
+
+impl Reqs {
+    pub fn get(&self, key: &str) -> Option<&Requirement> {
+        self.0.iter().find(|r| r.key == key)
+    }
+
+    pub fn set(&mut self, req: Requirement) {
+        match self.0.iter_mut().find(|r| r.key == req.key) {
+            Some(slot) => *slot = req,
+            None => self.0.push(req),
+        }
+    }
+
+    pub fn add(&mut self, req: Requirement) {
+        let merged = match self.get(&req.key) {
+            Some(current) => current.intersect(&req),
+            None => req,
+        };
+        self.set(merged);
+    }
+
+    pub fn build(reqs: &[NodeSelectorRequirement], labels: &[(String, String)]) -> Reqs {
+        let mut out = Reqs::default();
+        for (key, value) in labels {
+            out.add(Requirement::exactly(key, value));
+        }
+        for req in reqs {
+            out.add(Requirement::from_selector(req));
+        }
+        out
+    }
+
+    pub fn intersect(&self, other: &Reqs) -> Reqs {
+        let mut out = self.clone();
+        for req in &other.0 {
+            out.add(req.clone());
+        }
+        out
+    }
+
+    pub fn first_conflict(&self, labels: &[(String, String)]) -> Option<&Requirement> {
+        self.0
+            .iter()
+            .find(|r| !r.allows(lookup(labels, &r.key).map(String::as_str)))
+    }
+
+    pub fn pinned(&self, key: &str) -> bool {
+        self.get(key).is_some_and(|r| r.single_value().is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
+        NodeSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            min_values: None,
+        }
+    }
+
+    #[test]
+    fn in_and_not_in_intersect_to_the_difference() {
+        let a = Requirement::from_selector(&sel("zone", "In", &["a", "b", "c"]));
+        let b = Requirement::from_selector(&sel("zone", "NotIn", &["b"]));
+        let both = a.intersect(&b);
+        assert!(both.has("a") && !both.has("b") && both.has("c"));
+        assert!(!both.absent_ok);
+        assert_eq!(both.describe(), "zone In [a, c]");
+    }
+
+    #[test]
+    fn numeric_bounds_and_python_ints() {
+        let gt = Requirement::from_selector(&sel("gen", "Gt", &["3"]));
+        let lte = Requirement::from_selector(&sel("gen", "Lte", &["5"]));
+        let range = gt.intersect(&lte);
+        assert!(!range.has("3") && range.has("4") && range.has("5") && !range.has("6"));
+        assert!(range.has("+4") && range.has("1_0") == (10 > 3 && 10 < 6));
+        assert!(!range.has("four"));
+        let never = range.intersect(&Requirement::from_selector(&sel("gen", "Gte", &["9"])));
+        assert!(never.is_empty());
+    }
+
+    #[test]
+    fn does_not_exist_only_allows_absence() {
+        let gone = Requirement::from_selector(&sel("gpu", "DoesNotExist", &[]));
+        assert!(gone.allows(None) && !gone.allows(Some("true")));
+        assert!(gone
+            .intersect(&Requirement::exactly("gpu", "t4"))
+            .is_empty());
+    }
+}

@@ -1,0 +1,91 @@
+//! Integer resource vectors in milli-units (twin of `resources.py`), kept as ordered pairs because the
+//! order of a pod's requests decides which shortfall a reason names.
+
+use super::model::{lookup, Pairs};
+
+pub type Res = Pairs<i64>;
+
+pub fn get(vector: &[(String, i64)], key: &str) -> i64 {
+    lookup(vector, key).copied().unwrap_or(0)
+}
+
+pub fn add_into(out: &mut Res, other: &[(String, i64)], sign: i64) {
+    for (key, value) in other {
+        match out.iter_mut().find(|(k, _)| k == key) {
+            Some((_, slot)) => *slot += sign * value,
+            None => out.push((key.clone(), sign * value)),
+        }
+    }
+}
+
+pub fn add(a: &[(String, i64)], b: &[(String, i64)]) -> Res {
+    let mut out = a.to_vec();
+    add_into(&mut out, b, 1);
+    out
+}
+
+pub fn subtract(a: &[(String, i64)], b: &[(String, i64)]) -> Res {
+    let mut out = a.to_vec();
+    add_into(&mut out, b, -1);
+    out
+}
+
+pub fn fits(
+    used: &[(String, i64)],
+    request: &[(String, i64)],
+    available: &[(String, i64)],
+) -> bool {
+    first_shortfall(used, request, available).is_none()
+}
+
+pub fn first_shortfall<'a>(
+    used: &[(String, i64)],
+    request: &'a [(String, i64)],
+    available: &[(String, i64)],
+) -> Option<&'a str> {
+    request
+        .iter()
+        .find(|(key, value)| *value != 0 && get(used, key) + value > get(available, key))
+        .map(|(key, _)| key.as_str())
+}
+
+/// A readable amount, exactly as the Python engine words it.
+pub fn describe(name: &str, milli: i64) -> String {
+    if name == "cpu" {
+        return if milli % 1000 == 0 {
+            format!("{}", milli / 1000)
+        } else {
+            format!("{milli}m")
+        };
+    }
+    if milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    let value = milli / 1000;
+    if name == "memory" || name == "ephemeral-storage" || name.starts_with("hugepages-") {
+        for (suffix, size) in [("Gi", 1i64 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
+            if value % size == 0 && value >= size {
+                return format!("{}{suffix}", value / size);
+            }
+        }
+        if value >= 1 << 20 {
+            return format!("{:.2}Gi", value as f64 / (1u64 << 30) as f64);
+        }
+    }
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_like_the_python_engine() {
+        assert_eq!(describe("cpu", 1500), "1500m");
+        assert_eq!(describe("cpu", 2000), "2");
+        assert_eq!(describe("memory", (256i64 << 20) * 1000), "256Mi");
+        assert_eq!(describe("memory", 4_000_000_000_000), "3906250Ki");
+        assert_eq!(describe("memory", 4_000_000_001_000), "3.73Gi");
+        assert_eq!(describe("pods", 110_000), "110");
+    }
+}

@@ -1,0 +1,328 @@
+//! Where a pod can go (twin of `targets.py`): an existing node, or a claim inside a NodePool.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use super::model::{
+    lookup, DaemonSet, HostPort, InstanceType, Node, NodePool, Offering, Pairs, Taint,
+    CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
+};
+use super::requirements::{Reqs, Requirement};
+use super::resources::{self as res, Res};
+use super::topology::{matches_node, untolerated};
+
+pub const OFFERING_KEYS: [&str; 2] = [ZONE, CAPACITY_TYPE];
+
+/// One instance type as one NodePool sees it: allocatable minus that pool's DaemonSet overhead.
+pub struct Flavor {
+    pub it: InstanceType,
+    pub net: Res,
+}
+
+impl Flavor {
+    pub fn name(&self) -> &str {
+        &self.it.name
+    }
+
+    pub fn offerings<'a>(&'a self, reqs: &'a Reqs) -> impl Iterator<Item = &'a Offering> + 'a {
+        let zone = reqs.get(ZONE);
+        let capacity_type = reqs.get(CAPACITY_TYPE);
+        self.it.offerings.iter().filter(move |o| {
+            o.available
+                && zone.is_none_or(|z| z.has(&o.zone))
+                && capacity_type.is_none_or(|c| c.has(&o.capacity_type))
+        })
+    }
+
+    pub fn price(&self, reqs: &Reqs) -> f64 {
+        self.offerings(reqs)
+            .map(|o| o.price)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    pub fn cheapest_offering<'a>(&'a self, reqs: &'a Reqs) -> &'a Offering {
+        let mut best: Option<&Offering> = None;
+        for o in self.offerings(reqs) {
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    (o.price, &o.zone, &o.capacity_type) < (b.price, &b.zone, &b.capacity_type)
+                }
+            };
+            if better {
+                best = Some(o);
+            }
+        }
+        best.expect("a chosen flavor has an offering")
+    }
+
+    pub fn compatible(&self, reqs: &Reqs) -> bool {
+        for req in &reqs.0 {
+            if OFFERING_KEYS.contains(&req.key.as_str()) {
+                continue;
+            }
+            if let Some(value) = lookup(&self.it.labels, &req.key) {
+                if !req.has(value) {
+                    return false;
+                }
+            }
+        }
+        if reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some() {
+            return self.offerings(reqs).next().is_some();
+        }
+        true
+    }
+
+    pub fn label(&self, key: &str, reqs: &Reqs) -> Vec<String> {
+        if key == ZONE || key == CAPACITY_TYPE {
+            let values: BTreeSet<String> = self
+                .offerings(reqs)
+                .map(|o| {
+                    if key == ZONE {
+                        o.zone.clone()
+                    } else {
+                        o.capacity_type.clone()
+                    }
+                })
+                .collect();
+            return values.into_iter().collect();
+        }
+        lookup(&self.it.labels, key)
+            .map(|v| vec![v.clone()])
+            .unwrap_or_default()
+    }
+}
+
+fn price_order(a: &Flavor, b: &Flavor, reqs: &Reqs) -> std::cmp::Ordering {
+    a.price(reqs)
+        .total_cmp(&b.price(reqs))
+        .then_with(|| a.name().cmp(b.name()))
+}
+
+pub fn sort_by_price(flavors: &mut [Rc<Flavor>], reqs: &Reqs) {
+    flavors.sort_by(|a, b| price_order(a, b, reqs));
+}
+
+pub fn daemonset_overhead(
+    daemonsets: &[DaemonSet],
+    labels: &Pairs<String>,
+    taints: &[Taint],
+) -> Res {
+    let mut out = Res::new();
+    for ds in daemonsets {
+        if matches_node(&ds.pod, labels)
+            && untolerated(&ds.pod.tolerations, taints, false).is_none()
+        {
+            res::add_into(&mut out, &ds.pod.requests, 1);
+        }
+    }
+    out
+}
+
+pub enum Limit {
+    Nodes,
+    Resource(String),
+}
+
+pub struct PoolView {
+    pub pool: NodePool,
+    pub base: Reqs,
+    pub flavors: Vec<Rc<Flavor>>,
+    /// Limits left for this solve, in the pool's order (`nodes` counts claims).
+    pub remaining: Vec<(String, i64)>,
+}
+
+impl PoolView {
+    pub fn build(pool: &NodePool, catalog: &[InstanceType], daemonsets: &[DaemonSet]) -> PoolView {
+        let mut labels = pool.labels.clone();
+        labels.push((NODEPOOL.into(), pool.name.clone()));
+        let base = Reqs::build(&pool.requirements, &labels);
+        let names: Vec<String> = match &pool.instance_types {
+            Some(names) => names.clone(),
+            None => {
+                let mut all: Vec<String> = catalog.iter().map(|it| it.name.clone()).collect();
+                all.sort();
+                all.dedup();
+                all
+            }
+        };
+        let mut flavors = Vec::new();
+        for name in names {
+            let Some(it) = catalog.iter().rev().find(|it| it.name == name) else {
+                continue;
+            };
+            let mut node_labels = merge_labels(&it.labels, &pool.labels);
+            set_label(&mut node_labels, NODEPOOL, &pool.name);
+            if let Some(cheapest) = it.offerings.iter().min_by(|a, b| {
+                a.price
+                    .total_cmp(&b.price)
+                    .then_with(|| a.zone.cmp(&b.zone))
+            }) {
+                set_label(&mut node_labels, ZONE, &cheapest.zone);
+                set_label(&mut node_labels, CAPACITY_TYPE, &cheapest.capacity_type);
+            }
+            let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
+            let overhead = daemonset_overhead(daemonsets, &node_labels, &taints);
+            let flavor = Flavor {
+                it: it.clone(),
+                net: res::subtract(&it.allocatable, &overhead),
+            };
+            if flavor.compatible(&base) {
+                flavors.push(Rc::new(flavor));
+            }
+        }
+        sort_by_price(&mut flavors, &base);
+        let remaining = pool
+            .limits
+            .iter()
+            .map(|(key, limit)| (key.clone(), limit - res::get(&pool.usage, key)))
+            .collect();
+        PoolView {
+            pool: pool.clone(),
+            base,
+            flavors,
+            remaining,
+        }
+    }
+
+    fn need(key: &str, flavor: Option<&Flavor>, replacing: Option<&Flavor>) -> i64 {
+        if key == "nodes" {
+            return if flavor.is_some() { 1000 } else { 0 }
+                - if replacing.is_some() { 1000 } else { 0 };
+        }
+        flavor.map_or(0, |f| res::get(&f.it.capacity, key))
+            - replacing.map_or(0, |f| res::get(&f.it.capacity, key))
+    }
+
+    pub fn within_limits(&self, flavor: &Flavor, replacing: Option<&Flavor>) -> bool {
+        self.remaining.iter().all(|(key, left)| {
+            let need = if key == "nodes" {
+                if replacing.is_some() {
+                    0
+                } else {
+                    1000
+                }
+            } else {
+                Self::need(key, Some(flavor), replacing)
+            };
+            need <= *left
+        })
+    }
+
+    pub fn charge(&mut self, flavor: Option<&Flavor>, replacing: Option<&Flavor>) {
+        for (key, left) in self.remaining.iter_mut() {
+            *left -= Self::need(key, flavor, replacing);
+        }
+    }
+}
+
+pub fn merge_labels(first: &Pairs<String>, second: &Pairs<String>) -> Pairs<String> {
+    let mut out = first.clone();
+    for (k, v) in second {
+        set_label(&mut out, k, v);
+    }
+    out
+}
+
+pub fn set_label(labels: &mut Pairs<String>, key: &str, value: &str) {
+    match labels.iter_mut().find(|(k, _)| k == key) {
+        Some((_, slot)) => *slot = value.to_string(),
+        None => labels.push((key.to_string(), value.to_string())),
+    }
+}
+
+pub struct ExistingTarget {
+    pub node: Node,
+    pub used: Res,
+    pub ports: Vec<HostPort>,
+    pub placed: Vec<usize>,
+}
+
+impl ExistingTarget {
+    pub fn build(node: &Node) -> ExistingTarget {
+        let mut used = Res::new();
+        for pod in &node.pods {
+            res::add_into(&mut used, &pod.requests, 1);
+        }
+        let ports = node
+            .pods
+            .iter()
+            .flat_map(|p| p.host_ports.iter().cloned())
+            .collect();
+        ExistingTarget {
+            node: node.clone(),
+            used,
+            ports,
+            placed: Vec::new(),
+        }
+    }
+
+    pub fn domain(&self, key: &str) -> Option<String> {
+        lookup(&self.node.labels, key).cloned()
+    }
+}
+
+pub struct Claim {
+    pub index: usize,
+    pub view: usize,
+    pub pool_name: String,
+    pub requirements: Reqs,
+    pub flavors: Vec<Rc<Flavor>>,
+    pub used: Res,
+    pub pods: Vec<usize>,
+    pub ports: Vec<HostPort>,
+}
+
+impl Claim {
+    pub fn hostname(&self) -> String {
+        format!("{}/claim-{}", self.pool_name, self.index)
+    }
+
+    pub fn chosen(&self) -> &Flavor {
+        &self.flavors[0]
+    }
+
+    pub fn price(&self) -> f64 {
+        self.chosen().price(&self.requirements)
+    }
+
+    pub fn domain_options(
+        &self,
+        key: &str,
+        flavors: &[Rc<Flavor>],
+        reqs: &Reqs,
+    ) -> Vec<Option<String>> {
+        if key == HOSTNAME {
+            return vec![Some(self.hostname())];
+        }
+        let req: Option<&Requirement> = reqs.get(key);
+        if let Some(pinned) = req.and_then(|r| r.single_value()) {
+            return vec![Some(pinned.to_string())];
+        }
+        if OFFERING_KEYS.contains(&key)
+            || flavors.iter().any(|f| lookup(&f.it.labels, key).is_some())
+        {
+            let values: BTreeSet<String> = flavors
+                .iter()
+                .flat_map(|f| f.label(key, reqs))
+                .filter(|v| req.is_none_or(|r| r.has(v)))
+                .collect();
+            return values.into_iter().map(Some).collect();
+        }
+        if let Some(r) = req {
+            if !r.complement {
+                return r.values.iter().cloned().map(Some).collect();
+            }
+        }
+        vec![None]
+    }
+
+    pub fn domain(&self, key: &str) -> Option<String> {
+        let options = self.domain_options(key, &self.flavors, &self.requirements);
+        if options.len() == 1 {
+            options.into_iter().next().flatten()
+        } else {
+            None
+        }
+    }
+}

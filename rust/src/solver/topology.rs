@@ -1,0 +1,189 @@
+//! Topology definitions (twin of `topology.py`): selector groups, taint toleration, node matching and
+//! the domain universe of a spread constraint.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::{
+    LabelSelector, Pod, PodAffinityTerm, Snapshot, Taint, Toleration, TopologySpreadConstraint,
+    CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
+};
+use super::requirements::Reqs;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Group {
+    pub key: String,
+    pub namespaces: Option<BTreeSet<String>>,
+    pub selector: LabelSelector,
+}
+
+impl Group {
+    pub fn selects(&self, pod: &Pod) -> bool {
+        if let Some(ns) = &self.namespaces {
+            if !ns.contains(&pod.namespace) {
+                return false;
+            }
+        }
+        self.selector.matches(&pod.labels)
+    }
+}
+
+pub fn term_group(term: &PodAffinityTerm) -> Group {
+    let namespaces = if term.all_namespaces {
+        None
+    } else {
+        Some(term.namespaces.iter().cloned().collect())
+    };
+    Group {
+        key: term.topology_key.clone(),
+        namespaces,
+        selector: term.selector.clone(),
+    }
+}
+
+pub fn spread_group(pod: &Pod, constraint: &TopologySpreadConstraint) -> Group {
+    Group {
+        key: constraint.topology_key.clone(),
+        namespaces: Some(BTreeSet::from([pod.namespace.clone()])),
+        selector: constraint.selector.clone(),
+    }
+}
+
+/// The first taint not tolerated; PreferNoSchedule counts only when `prefer` is set.
+pub fn untolerated<'a>(
+    tolerations: &[Toleration],
+    taints: &'a [Taint],
+    prefer: bool,
+) -> Option<&'a Taint> {
+    taints.iter().find(|taint| {
+        (taint.effect != "PreferNoSchedule" || prefer)
+            && !tolerations.iter().any(|t| t.tolerates(taint))
+    })
+}
+
+/// nodeSelector AND one required term, as alternatives (the terms are ORed).
+pub fn node_requirements(pod: &Pod) -> Vec<Reqs> {
+    let base = Reqs::build(&[], &pod.node_selector);
+    if pod.required_terms.is_empty() {
+        return vec![base];
+    }
+    pod.required_terms
+        .iter()
+        .map(|term| base.intersect(&Reqs::build(term, &[])))
+        .collect()
+}
+
+pub fn matches_node(pod: &Pod, labels: &[(String, String)]) -> bool {
+    node_requirements(pod)
+        .iter()
+        .any(|alt| alt.first_conflict(labels).is_none())
+}
+
+fn possible(combined: &Reqs, labels: &BTreeMap<&str, &str>) -> bool {
+    combined
+        .0
+        .iter()
+        .all(|req| match labels.get(req.key.as_str()) {
+            Some(value) => req.has(value),
+            None => !req.is_empty(),
+        })
+}
+
+/// Values of `key` a new node able to take this pod could have, across every pool and flavor.
+pub fn flavor_domain_values(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    key: &str,
+    honor_taints: bool,
+) -> BTreeSet<String> {
+    let alternatives = node_requirements(pod);
+    let mut values = BTreeSet::new();
+    for pool in &snapshot.node_pools {
+        let mut pool_labels = pool.labels.clone();
+        pool_labels.push((NODEPOOL.to_string(), pool.name.clone()));
+        let pool_reqs = Reqs::build(&pool.requirements, &pool_labels);
+        if honor_taints && untolerated(&pod.tolerations, &pool.taints, false).is_some() {
+            continue;
+        }
+        let flavors: Vec<_> = match &pool.instance_types {
+            Some(names) => names
+                .iter()
+                .filter_map(|n| snapshot.instance_types.iter().find(|it| &it.name == n))
+                .collect(),
+            None => snapshot.instance_types.iter().collect(),
+        };
+        for flavor in flavors {
+            if honor_taints && untolerated(&pod.tolerations, &flavor.taints, false).is_some() {
+                continue;
+            }
+            for alt in &alternatives {
+                let combined = pool_reqs.intersect(alt);
+                for offering in flavor.offerings.iter().filter(|o| o.available) {
+                    let mut labels: BTreeMap<&str, &str> = BTreeMap::new();
+                    for (k, v) in flavor.labels.iter().chain(pool.labels.iter()) {
+                        labels.insert(k, v);
+                    }
+                    labels.insert(NODEPOOL, &pool.name);
+                    labels.insert(ZONE, &offering.zone);
+                    labels.insert(CAPACITY_TYPE, &offering.capacity_type);
+                    if possible(&combined, &labels) {
+                        if let Some(v) = labels.get(key) {
+                            values.insert(v.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    values
+}
+
+pub fn spread_universe(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    constraint: &TopologySpreadConstraint,
+) -> BTreeSet<String> {
+    let key = constraint.topology_key.as_str();
+    let honor_affinity = constraint.node_affinity_policy == "Honor";
+    let honor_taints = constraint.node_taints_policy == "Honor";
+    let mut values = BTreeSet::new();
+    for node in &snapshot.nodes {
+        let Some((_, value)) = node.labels.iter().find(|(k, _)| k == key) else {
+            continue;
+        };
+        if honor_affinity && !matches_node(pod, &node.labels) {
+            continue;
+        }
+        if honor_taints && untolerated(&pod.tolerations, &node.taints, false).is_some() {
+            continue;
+        }
+        values.insert(value.clone());
+    }
+    if honor_affinity {
+        values.extend(flavor_domain_values(snapshot, pod, key, honor_taints));
+    } else {
+        let mut probe = pod.clone();
+        probe.node_selector.clear();
+        probe.required_terms.clear();
+        values.extend(flavor_domain_values(snapshot, &probe, key, honor_taints));
+    }
+    values
+}
+
+/// kube-scheduler's global minimum: zero for hostname or when fewer domains exist than minDomains.
+pub fn min_count(
+    constraint: &TopologySpreadConstraint,
+    universe: &BTreeSet<String>,
+    counts: &std::collections::HashMap<String, i64>,
+) -> i64 {
+    if constraint.topology_key == HOSTNAME
+        || universe.is_empty()
+        || (universe.len() as i64) < constraint.min_domains
+    {
+        return 0;
+    }
+    universe
+        .iter()
+        .map(|d| counts.get(d).copied().unwrap_or(0))
+        .min()
+        .unwrap_or(0)
+}

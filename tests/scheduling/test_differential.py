@@ -1,0 +1,39 @@
+"""The Rust engine gives exactly the Python engine's plan: same claims, flavors, zones, prices, pod
+assignment and unschedulable reasons, on random snapshots covering every constraint family."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from strategies import snapshots
+
+from kapstan.scheduling import ENGINES, solve
+from kapstan.scheduling.model import Plan, Snapshot
+from kapstan.scheduling.validator import validate
+
+pytestmark = pytest.mark.skipif("rust" not in ENGINES, reason="the Rust extension is not built")
+
+
+def comparable(plan: Plan) -> dict[str, object]:
+    out = plan.to_json()
+    del out["engine"], out["solveSeconds"]
+    out["labels"] = [sorted(c.labels.items()) for c in plan.node_claims]
+    return out
+
+
+def assert_same_plan(snap: Snapshot) -> None:
+    python_plan, rust_plan = solve(snap, "python"), solve(snap, "rust")
+    assert comparable(rust_plan) == comparable(python_plan)
+    assert validate(snap, rust_plan) == []
+
+
+@settings(max_examples=500)
+@given(snap=snapshots())
+def test_rust_equals_python_on_random_snapshots(snap: Snapshot) -> None:
+    assert_same_plan(snap)
+
+
+@settings(max_examples=20)
+@given(snap=snapshots(max_pods=120))
+def test_rust_equals_python_on_larger_snapshots(snap: Snapshot) -> None:
+    assert_same_plan(snap)
