@@ -1,0 +1,67 @@
+"""The two PNGs of the report: solve time against pod count, and cost over the lower bound."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from bench.targets import TARGETS
+
+KARPENTER_REFERENCE = ((5000, 4.0), (20000, 20.0))
+"""Karpenter's core scheduler as quoted in DESIGN.md (not measured here)."""
+
+
+def solve_time(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    for engine in engines:
+        for family, style in (("mix", "-o"), ("generic", ":s")):
+            points = sorted(
+                (r["pods"], r["median_seconds"])
+                for r in results
+                if r["engine"] == engine and r["family"] == family and r.get("median_seconds")
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, style, label=f"{engine} ({family})")
+    xs, ys = zip(*KARPENTER_REFERENCE, strict=True)
+    ax.plot(xs, ys, "--", color="grey", label="Karpenter, mix (DESIGN.md, not measured)")
+    for t in TARGETS:
+        if t.metric == "median_seconds" and t.workload.startswith("mix-"):
+            ax.plot([int(t.workload.split("-")[1])], [t.limit], "v", color="red", markersize=8)
+    ax.plot([], [], "v", color="red", label="targets")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("pending pods (400 flavors)")
+    ax.set_ylabel("median solve time (s)")
+    ax.set_title("Solve time, Karpenter's benchmark mix")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def cost_vs_bound(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
+    names = list(dict.fromkeys(r["workload"] for r in results if r.get("cost_ratio")))
+    fig = Figure(figsize=(max(7, 0.7 * len(names)), 4.5))
+    ax = fig.subplots()
+    width = 0.8 / max(len(engines), 1)
+    for i, engine in enumerate(engines):
+        ratios = {
+            r["workload"]: r["cost_ratio"] for r in results if r["engine"] == engine and r.get("cost_ratio")
+        }
+        xs = [j + i * width for j, name in enumerate(names) if name in ratios]
+        ax.bar(xs, [ratios[n] for n in names if n in ratios], width, label=engine)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(1.05, color="red", linestyle="--", linewidth=0.8, label="target 1.05 (generic, capi)")
+    ax.set_xticks([j + width * (len(engines) - 1) / 2 for j in range(len(names))])
+    ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("plan cost / lower bound")
+    ax.set_ylim(0.9, max([1.2, *(r["cost_ratio"] for r in results if r.get("cost_ratio"))]) * 1.05)
+    ax.set_title("Cost over the LP / integer lower bound")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

@@ -1,0 +1,120 @@
+"""Writes `bench/REPORT.md` from the results: a reading guide, the targets, one table per workload."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.targets import Verdict
+from bench.workloads import Workload
+
+FAMILIES = {
+    "article": "The article's two experiments on c3-4 / c3-8 / c3-16 (zone `nova`), priced vCPU + GiB/4, with a "
+    "100m / 128Mi node agent DaemonSet: eight 1-CPU pods, then one 3-CPU pod.",
+    "mix": "Karpenter's scheduling benchmark mix against its fake 400-flavor catalog (flavor i: i+1 vCPU, "
+    "2(i+1) GiB, 10(i+1) pods, 0.1/vCPU + 0.1/GiB, three zones; 100m / 10Mi per-node overhead as a "
+    "DaemonSet). Fifths: generic; zone spread and hostname spread (maxSkew 1, DoNotSchedule, each pod in "
+    "one of 7 self-selecting groups); zone self-affinity (7 groups); hostname anti-affinity (one shared "
+    "label, so at least pods/5 nodes). CPU from {100, 250, 500, 1000, 1500}m, memory from {100 .. 4096}Mi.",
+    "generic": "The mix's pod sizes and catalog with no constraints at all: pure bin packing.",
+    "prefs": "4,000 pods in deployments of 40, each pod preferring one zone (weight 50), preferring no pod of "
+    "its deployment in its zone (weight 30, unmeetable past three pods) and on its node (weight 10); "
+    "Karpenter's catalog. The engines try preferences as hard constraints and relax them.",
+    "capi": "An OVH-like CAPI catalog (16 flavors: b3 general purpose, c3 CPU-optimised, r3 memory-optimised, "
+    "l4-90 with one `nvidia.com/gpu`, tainted; EUR/h list-like prices; three zones), CNI + exporter "
+    "DaemonSets everywhere and a device plugin on GPU nodes; 55% small, 25% medium, 10% memory-heavy, "
+    "7% CPU-heavy, 3% large (12-14 CPU, 48-96 GiB) pods and about 1% GPU pods.",
+}
+
+
+def _num(value: Any, fmt: str, missing: str = "-") -> str:
+    return missing if value is None else format(value, fmt)
+
+
+def _guide(machine: Mapping[str, Any], engines: Sequence[str], workloads: Sequence[Workload]) -> list[str]:
+    families = sorted({w.family for w in workloads}, key=list(FAMILIES).index)
+    lines = ["## Reading guide", ""]
+    lines += [f"- **{f}**: {FAMILIES[f]}" for f in families]
+    lines += [
+        "",
+        "Columns: *nodes* new NodeClaims; *unsched* pods left unschedulable; *$/h* the plan's hourly price; "
+        "*cost/bound* that price over the best lower bound of `bench/bounds.py` (1.00 is provably optimal; "
+        "the bound ignores zones, preferences and how pods pack into nodes, so constrained workloads keep "
+        "a gap no solver can close); *cpu/mem used* the share of the new nodes' allocatable that pods "
+        "request; *median s* wall time of `solve()` (median of *runs*); *valid* the plan passed "
+        "`kapstan.scheduling.validator.validate`.",
+        "",
+        f"Machine: {machine['cores']} cores (`os.cpu_count()`), {machine['platform']}, Python "
+        f"{machine['python']}. It is a **shared, noisy 2-core machine** (Go builds and other sessions run "
+        "beside the benchmark): read times as an order of magnitude, not to the millisecond.",
+        "",
+        f"Engines measured: {', '.join(f'`{e}`' for e in engines)} (every entry of "
+        "`kapstan.scheduling.ENGINES`). Compiled core `kapstan._core.build_info()`: "
+        f"`{machine['build_info']}`.",
+    ]
+    if "rust" not in engines:
+        lines += [
+            "",
+            "**The Rust engine is not registered in `kapstan.scheduling.ENGINES` yet**: only the pure-Python "
+            "engine was measured, and every Rust target below reads NOT RUN.",
+        ]
+    return [*lines, ""]
+
+
+def _targets(verdicts: Sequence[Verdict]) -> list[str]:
+    lines = ["## Targets", "", "| status | engine | workload | target | measured |", "|---|---|---|---|---|"]
+    for v in verdicts:
+        t = v.target
+        lines.append(f"| **{v.status}** | {t.engine} | {t.workload} | {t.why} | {v.detail} |")
+    return [*lines, ""]
+
+
+def _table(workload: Workload, bound: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    integer = "" if bound["integer"] is None else f", integer {bound['integer']:.2f}"
+    optimal = " (proven)" if bound["integer_optimal"] else " (dual bound at time limit)"
+    lines = [
+        f"### {workload.name}",
+        "",
+        f"{workload.pods:,} pods, {workload.description}. Bound: LP {_num(bound['lp'], '.2f')}{integer}"
+        f"{optimal if integer else ''}; at least {bound['min_nodes']} nodes.",
+        "",
+        "| engine | nodes | unsched | $/h | cost/bound | cpu used | mem used | median s | runs | valid |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.get("skipped"):
+            lines.append(f"| {r['engine']} | skipped: {r['skipped']} |||||||||")
+            continue
+        valid = "yes" if r["valid"] else f"**no** ({r['violation_count']}: {r['violations'][0]})"
+        lines.append(
+            f"| {r['engine']} | {r['nodes']} | {r['unschedulable']} | {r['price_per_hour']:.2f} | "
+            f"{_num(r['cost_ratio'], '.3f')} | {_num(r['cpu_used'], '.0%')} | {_num(r['memory_used'], '.0%')} | "
+            f"{r['median_seconds']:.3f} | {len(r['seconds'])} | {valid} |"
+        )
+    return [*lines, ""]
+
+
+def render(
+    machine: Mapping[str, Any],
+    engines: Sequence[str],
+    workloads: Sequence[Workload],
+    bounds: Mapping[str, Mapping[str, Any]],
+    results: Sequence[Mapping[str, Any]],
+    verdicts: Sequence[Verdict],
+) -> str:
+    lines = [
+        "# Scheduling benchmark report",
+        "",
+        f"Generated by `python -m bench.run{machine['args']}` on {machine['date']} at commit "
+        f"`{machine['commit']}`. Do not edit by hand: rerun. Plots: `solve_time.png`, `cost_vs_bound.png`; raw "
+        "numbers: `results.json`.",
+        "",
+    ]
+    lines += _guide(machine, engines, workloads)
+    lines += _targets(verdicts)
+    lines += ["## Results", ""]
+    for w in workloads:
+        rows = [r for r in results if r["workload"] == w.name]
+        if rows:
+            lines += _table(w, bounds[w.name], rows)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,111 @@
+"""`python -m bench.run [--quick] [--repeat N]`: every workload against every engine in ENGINES.
+
+Writes `bench/results.json`, `bench/REPORT.md`, `bench/solve_time.png` and `bench/cost_vs_bound.png`,
+and prints each target's verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench import plots, report
+from bench.bounds import lower_bound
+from bench.isolate import run_isolated
+from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
+from bench.workloads import all_workloads
+from kapstan import _core
+from kapstan.scheduling import ENGINES
+
+HERE = Path(__file__).resolve().parent
+QUICK_MAX_PODS = 1000
+
+
+def _machine(args: list[str]) -> dict[str, Any]:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "build_info": _core.build_info(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "args": "".join(f" {a}" for a in args),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help=f"workloads up to {QUICK_MAX_PODS} pods, one run each"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="solves per workload and engine (median)")
+    parser.add_argument("--engine", action="append", help="only this engine (repeatable)")
+    parser.add_argument(
+        "--only", action="append", help="only workloads whose name contains this (repeatable)"
+    )
+    parser.add_argument("--out", type=Path, default=HERE, help="where to write the report and plots")
+    args = parser.parse_args(argv)
+    raw_args = sys.argv[1:] if argv is None else argv
+    engines = [e for e in sorted(ENGINES) if not args.engine or e in args.engine]
+    repeat = 1 if args.quick else max(args.repeat, 1)
+    workloads = [
+        w
+        for w in all_workloads()
+        if (not args.quick or w.pods <= QUICK_MAX_PODS)
+        and (not args.only or any(o in w.name for o in args.only))
+    ]
+    bounds: dict[str, dict[str, Any]] = {}
+    results: list[dict[str, Any]] = []
+    for w in workloads:
+        bound = lower_bound(w.build(), INTEGER_BOUND_SECONDS)
+        bounds[w.name] = {**asdict(bound), "best": bound.best}
+        for engine in engines:
+            r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, bound.best, FIRST_SOLVE_CAP_SECONDS)
+            results.append(r.to_json())
+            if r.skipped:
+                print(f"{w.name:>15} {engine:>6}  skipped: {r.skipped}", flush=True)
+                continue
+            ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
+            print(
+                f"{w.name:>15} {engine:>6}  {r.median_seconds:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
+                f"${r.price_per_hour:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
+                flush=True,
+            )
+    verdicts = check(results)
+    machine = _machine(raw_args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "machine": machine,
+        "engines": engines,
+        "bounds": bounds,
+        "results": results,
+        "targets": [
+            {**asdict(v.target), "status": v.status, "value": v.value, "detail": v.detail} for v in verdicts
+        ],
+    }
+    (args.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n")
+    text = report.render(machine, engines, workloads, bounds, results, verdicts)
+    (args.out / "REPORT.md").write_text(text)
+    plots.solve_time(results, engines, args.out / "solve_time.png")
+    plots.cost_vs_bound(results, engines, args.out / "cost_vs_bound.png")
+    for v in verdicts:
+        print(f"{v.status:>7}  {v.target.engine:>6} {v.target.workload:<14} {v.detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""Every threshold the benchmark checks, in one place.
+
+A target names an engine, the workloads it applies to, a metric and a limit. `check` turns results into
+PASS / MISS with the margin, or NOT RUN when the engine or workload was not measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Metric = Literal["median_seconds", "cost_ratio"]
+
+FIRST_SOLVE_CAP_SECONDS = 60.0
+"""A first solve still running after this long is stopped and the run reported as skipped."""
+TIME_BUDGET_SECONDS = 30.0
+"""Repetitions per (workload, engine) are cut to fit this budget after the first run."""
+INTEGER_BOUND_SECONDS = 10.0
+"""Time limit for the integer version of the bound."""
+
+
+@dataclass(frozen=True)
+class Target:
+    engine: str
+    workload: str
+    metric: Metric
+    limit: float
+    why: str
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("rust", "mix-20000", "median_seconds", 1.0, "20,000 mixed pods x 400 flavors under 1 s"),
+    Target("rust", "mix-5000", "median_seconds", 0.25, "5,000 mixed pods x 400 flavors under 0.25 s"),
+    Target("python", "mix-1000", "median_seconds", 5.0, "the pure-Python twin stays usable at 1,000 pods"),
+    *(
+        Target("rust", w, "cost_ratio", 1.05, "cost within 5% of the lower bound")
+        for w in ("generic-1000", "generic-5000", "generic-20000", "capi-200", "capi-1000", "capi-5000")
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: Target
+    status: Literal["PASS", "MISS", "NOT RUN"]
+    value: float | None
+    detail: str
+
+
+def _format(metric: Metric, value: float) -> str:
+    return f"{value:.3f} s" if metric == "median_seconds" else f"{value:.3f}x bound"
+
+
+def check(results: Sequence[Mapping[str, object]]) -> list[Verdict]:
+    by_key = {(r["engine"], r["workload"]): r for r in results}
+    out = []
+    for t in TARGETS:
+        result = by_key.get((t.engine, t.workload))
+        value = result.get(t.metric) if result else None
+        if not isinstance(value, int | float):
+            reason = result.get("skipped") if result else f"engine {t.engine!r} not measured"
+            out.append(Verdict(t, "NOT RUN", None, str(reason or "no value")))
+            continue
+        margin = (value - t.limit) / t.limit
+        limit = _format(t.metric, t.limit)
+        if value <= t.limit and (t.metric != "median_seconds" or value < t.limit):
+            out.append(
+                Verdict(t, "PASS", value, f"{_format(t.metric, value)} vs {limit} ({-margin:.0%} under)")
+            )
+        else:
+            out.append(
+                Verdict(t, "MISS", value, f"{_format(t.metric, value)} vs {limit} ({margin:.0%} over)")
+            )
+    return out
