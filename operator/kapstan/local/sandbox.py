@@ -144,6 +144,11 @@ class Sandbox:
         docs: list[dict[str, Any]] = []
         for path in [*sorted(art.capi_crds.glob("*.yaml")), art.provider_crds]:
             docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+        for doc in docs:
+            # Cluster API finds which version of a referenced kind implements its contract through this
+            # label, which CAPI's release manifests add on top of controller-gen's output.
+            versions = "_".join(v["name"] for v in doc["spec"]["versions"])
+            doc["metadata"].setdefault("labels", {}).setdefault("cluster.x-k8s.io/v1beta2", versions)
         crds = [CustomResourceDefinition(d, api=api) for d in docs]
         for crd in crds:
             crd.create()
