@@ -20,7 +20,7 @@ BOOTSTRAP = "bootstrap.cluster.x-k8s.io/v1beta2"
 VERSION = "v1.36.3"
 
 Cluster = new_class("Cluster", CAPI)
-ClusterClass = new_class("ClusterClass", CAPI)
+ClusterClass = new_class("ClusterClass", CAPI, plural="clusterclasses")
 MachineDeployment = new_class("MachineDeployment", CAPI, scalable=True)
 MachineSet = new_class("MachineSet", CAPI)
 Machine = new_class("Machine", CAPI)
