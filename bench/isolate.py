@@ -40,7 +40,7 @@ def run_isolated(
             process.kill()
             process.join()
             skipped = f"first solve not done within {cap_seconds:.0f} s; stopped"
-            return Result(w.name, w.family, engine, w.pods, skipped=skipped)
+            return Result(w.name, w.family, engine, w.pods, skipped=skipped, stopped_after=cap_seconds)
         kind, _ = parent.recv()
         assert kind == "first"
         kind, result = parent.recv()

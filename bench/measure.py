@@ -40,6 +40,8 @@ class Result:
     memory_used: float | None = None
     flavors: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    stopped_after: float | None = None
+    """Set when the first solve ran past the cap and was stopped: the time is at least this."""
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -80,7 +82,13 @@ def measure(
         if sum(result.seconds) + result.seconds[0] > budget:
             break
     assert plan is not None
-    result.median_seconds = statistics.median(result.seconds)
+    return assess(result, snapshot, plan, bound)
+
+
+def assess(result: Result, snapshot: Snapshot, plan: Plan, bound: float | None) -> Result:
+    """Fill in everything that comes from the plan: validity, nodes, price, cost over the bound, usage."""
+    if result.seconds:
+        result.median_seconds = statistics.median(result.seconds)
     violations = validate(snapshot, plan)
     result.violation_count, result.violations = len(violations), violations[:5]
     result.valid = not violations

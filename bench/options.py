@@ -31,6 +31,9 @@ class Option:
     charged: Mapping[str, int]
     """What one such node counts against its pool's limits (the flavor's capacity)."""
     existing: bool = False
+    flavor: str = ""
+    zone: str = ""
+    capacity_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,18 @@ def build_options(snapshot: Snapshot) -> list[Option]:
                 capacity = res.subtract(it.allocatable, _overhead(snapshot, labels, taints))
                 option_name = f"{pool.name}/{it.name}/{offering.zone}/{offering.capacity_type}"
                 out.append(
-                    Option(option_name, pool.name, offering.price, labels, taints, capacity, it.capacity)
+                    Option(
+                        option_name,
+                        pool.name,
+                        offering.price,
+                        labels,
+                        taints,
+                        capacity,
+                        it.capacity,
+                        flavor=it.name,
+                        zone=offering.zone,
+                        capacity_type=offering.capacity_type,
+                    )
                 )
     return out
 

@@ -44,6 +44,11 @@ def _guide(machine: Mapping[str, Any], engines: Sequence[str], workloads: Sequen
         "request; *median s* wall time of `solve()` (median of *runs*); *valid* the plan passed "
         "`kapstan.scheduling.validator.validate`.",
         "",
+        "*reference* rows are not an engine: `bench/reference.py` is a deliberately naive packer (pods in "
+        "shuffled order, first fit, each node shrunk to its cheapest fitting flavor at the end) run only on "
+        "workloads without hard topology rules. Its plan goes through the same validator. It shows how "
+        "close to the bound a valid plan can get, so a gap it closes is the engines' to close too.",
+        "",
         f"Machine: {machine['cores']} cores (`os.cpu_count()`), {machine['platform']}, Python "
         f"{machine['python']}. It is a **shared, noisy 2-core machine** (Go builds and other sessions run "
         "beside the benchmark): read times as an order of magnitude, not to the millisecond.",
@@ -94,6 +99,44 @@ def _table(workload: Workload, bound: Mapping[str, Any], rows: Sequence[Mapping[
     return [*lines, ""]
 
 
+def _flags(results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> list[str]:
+    """Things worth a look, found mechanically."""
+    out: list[str] = []
+    done = [r for r in results if not r.get("skipped")]
+    by_key = {(r["workload"], r["engine"]): r for r in done}
+    for r in done:
+        name = f"{r['engine']} on {r['workload']}"
+        if not r["valid"]:
+            out.append(
+                f"{name}: **invalid plan**, {r['violation_count']} violations, e.g. `{r['violations'][0]}`"
+            )
+        if r["unschedulable"]:
+            out.append(f"{name}: {r['unschedulable']} pods left unschedulable")
+        ref = by_key.get((r["workload"], "reference"))
+        if r["engine"] != "reference" and ref and r["cost_ratio"] and ref["cost_ratio"]:
+            if r["cost_ratio"] > ref["cost_ratio"] * 1.02:
+                out.append(
+                    f"{name}: costs {r['price_per_hour'] / ref['price_per_hour'] - 1:.1%} more than the naive "
+                    f"reference ({r['cost_ratio']:.3f} vs {ref['cost_ratio']:.3f} of the bound; cpu "
+                    f"{r['cpu_used']:.0%} / mem {r['memory_used']:.0%} of new capacity used)"
+                )
+        elif r["engine"] != "reference" and r["cost_ratio"] and r["cost_ratio"] > 1.10:
+            out.append(
+                f"{name}: {r['cost_ratio']:.3f}x the bound (cpu {r['cpu_used']:.0%} / mem "
+                f"{r['memory_used']:.0%} of new capacity used)"
+            )
+    for r in results:
+        if r.get("skipped"):
+            out.append(f"{r['engine']} on {r['workload']}: skipped, {r['skipped']}")
+    if len(engines) > 1:
+        for w in dict.fromkeys(r["workload"] for r in done):
+            plans = {(r["price_per_hour"], r["nodes"]) for e in engines if (r := by_key.get((w, e)))}
+            if len(plans) > 1:
+                out.append(f"{w}: engines disagree on price or node count: {sorted(plans)}")
+    lines = ["## Worth a look", ""]
+    return [*lines, *(f"- {f}" for f in out or ["nothing flagged"]), ""]
+
+
 def render(
     machine: Mapping[str, Any],
     engines: Sequence[str],
@@ -112,6 +155,7 @@ def render(
     ]
     lines += _guide(machine, engines, workloads)
     lines += _targets(verdicts)
+    lines += _flags(results, engines)
     lines += ["## Results", ""]
     for w in workloads:
         rows = [r for r in results if r["workload"] == w.name]

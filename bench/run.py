@@ -20,6 +20,8 @@ from typing import Any
 from bench import plots, report
 from bench.bounds import lower_bound
 from bench.isolate import run_isolated
+from bench.measure import Result
+from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
 from bench.workloads import all_workloads
 from kapstan import _core
@@ -47,6 +49,18 @@ def _machine(args: list[str]) -> dict[str, Any]:
     }
 
 
+def _progress(r: Result) -> None:
+    if r.skipped:
+        print(f"{r.workload:>15} {r.engine:>9}  skipped: {r.skipped}", flush=True)
+        return
+    ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
+    print(
+        f"{r.workload:>15} {r.engine:>9}  {r.median_seconds or 0:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
+        f"${r.price_per_hour or 0:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument(
@@ -71,21 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     bounds: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     for w in workloads:
-        bound = lower_bound(w.build(), INTEGER_BOUND_SECONDS)
+        snapshot = w.build()
+        bound = lower_bound(snapshot, INTEGER_BOUND_SECONDS)
         bounds[w.name] = {**asdict(bound), "best": bound.best}
         for engine in engines:
             r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, bound.best, FIRST_SOLVE_CAP_SECONDS)
             results.append(r.to_json())
-            if r.skipped:
-                print(f"{w.name:>15} {engine:>6}  skipped: {r.skipped}", flush=True)
-                continue
-            ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
-            print(
-                f"{w.name:>15} {engine:>6}  {r.median_seconds:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
-                f"${r.price_per_hour:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
-                flush=True,
-            )
-    verdicts = check(results)
+            _progress(r)
+        reference = reference_result(w, snapshot, bound.best)
+        if reference is not None:
+            results.append(reference.to_json())
+            _progress(reference)
+    verdicts = check(results, engines)
     machine = _machine(raw_args)
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -101,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report.render(machine, engines, workloads, bounds, results, verdicts)
     (args.out / "REPORT.md").write_text(text)
     plots.solve_time(results, engines, args.out / "solve_time.png")
-    plots.cost_vs_bound(results, engines, args.out / "cost_vs_bound.png")
+    plots.cost_vs_bound(results, [*engines, "reference"], args.out / "cost_vs_bound.png")
     for v in verdicts:
         print(f"{v.status:>7}  {v.target.engine:>6} {v.target.workload:<14} {v.detail}")
     return 0

@@ -52,24 +52,33 @@ def _format(metric: Metric, value: float) -> str:
     return f"{value:.3f} s" if metric == "median_seconds" else f"{value:.3f}x bound"
 
 
-def check(results: Sequence[Mapping[str, object]]) -> list[Verdict]:
+def check(results: Sequence[Mapping[str, object]], engines: Sequence[str]) -> list[Verdict]:
     by_key = {(r["engine"], r["workload"]): r for r in results}
     out = []
     for t in TARGETS:
         result = by_key.get((t.engine, t.workload))
         value = result.get(t.metric) if result else None
         if not isinstance(value, int | float):
-            reason = result.get("skipped") if result else f"engine {t.engine!r} not measured"
-            out.append(Verdict(t, "NOT RUN", None, str(reason or "no value")))
+            if t.engine not in engines:
+                reason = f"engine {t.engine!r} is not in kapstan.scheduling.ENGINES (or not selected)"
+            elif result is None:
+                reason = "workload not in this run (--quick or --only)"
+            elif t.metric == "median_seconds" and isinstance(stopped := result.get("stopped_after"), float):
+                detail = f"> {stopped:.0f} s (stopped) vs {_format(t.metric, t.limit)}"
+                out.append(Verdict(t, "MISS", None, detail))
+                continue
+            else:
+                reason = str(result.get("skipped") or "no value")
+            out.append(Verdict(t, "NOT RUN", None, reason))
             continue
         margin = (value - t.limit) / t.limit
         limit = _format(t.metric, t.limit)
         if value <= t.limit and (t.metric != "median_seconds" or value < t.limit):
             out.append(
-                Verdict(t, "PASS", value, f"{_format(t.metric, value)} vs {limit} ({-margin:.0%} under)")
+                Verdict(t, "PASS", value, f"{_format(t.metric, value)} vs {limit} ({-margin:.1%} under)")
             )
         else:
             out.append(
-                Verdict(t, "MISS", value, f"{_format(t.metric, value)} vs {limit} ({margin:.0%} over)")
+                Verdict(t, "MISS", value, f"{_format(t.metric, value)} vs {limit} ({margin:.1%} over)")
             )
     return out
