@@ -32,7 +32,13 @@ TestMachineTemplate = new_class("TestMachineTemplate", INFRA)
 TestControlPlane = new_class("TestControlPlane", CP)
 TestControlPlaneTemplate = new_class("TestControlPlaneTemplate", CP)
 # Our provider's kinds start with "Test": tell pytest they are not test classes.
-for _cls in (TestCluster, TestClusterTemplate, TestMachineTemplate, TestControlPlane, TestControlPlaneTemplate):
+for _cls in (
+    TestCluster,
+    TestClusterTemplate,
+    TestMachineTemplate,
+    TestControlPlane,
+    TestControlPlaneTemplate,
+):
     _cls.__test__ = False  # type: ignore[attr-defined]
 
 T = TypeVar("T")
@@ -50,10 +56,15 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float = 120.0, e
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
-def create(api: kr8s.Api, cls: type[APIObject], manifest: dict[str, Any]) -> APIObject:
+def create(api: kr8s.Api, cls: type[Any], manifest: dict[str, Any]) -> Any:
     obj = cls(manifest, api=api)
     obj.create()
     return obj
+
+
+def get(api: kr8s.Api, kind: str | type[APIObject], *names: str, **kwargs: Any) -> list[Any]:
+    """``api.get`` as a list of objects (kr8s types it as objects-or-dicts)."""
+    return list(api.get(kind, *names, **kwargs))
 
 
 def flavor_template(name: str, ns: str, instance_type: str = "c3-8", **spec: Any) -> dict[str, Any]:
@@ -100,7 +111,7 @@ def machine_deployment(
         "spec": {
             "clusterName": cluster,
             "replicas": replicas,
-            "selector": {"matchLabels": selector},
+            "selector": {"matchLabels": dict(selector)},
             "template": {
                 "metadata": {"labels": selector},
                 "spec": {

@@ -76,7 +76,7 @@ from kapstan.local import procs
 def test_inner(sandbox):
     pids = list(procs.recorded(sandbox.directory).values())
     Path(os.environ["KAPSTAN_INNER_OUT"]).write_text(json.dumps(
-        {"pids": pids, "ports": PORTS(pids), "dir": str(sandbox.directory)}))
+        {"pids": pids, "ports": sorted(PORTS(pids)), "dir": str(sandbox.directory)}))
     if os.environ["KAPSTAN_INNER_MODE"] == "interrupt":
         os.kill(os.getpid(), signal.SIGINT)
     assert False, "fail on purpose: the fixture must still clean up"

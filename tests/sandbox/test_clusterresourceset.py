@@ -7,7 +7,7 @@ from typing import Any
 import kr8s
 import yaml
 from kr8s.objects import ConfigMap, Secret
-from sandbox_helpers import ClusterResourceSet, create, namespace, standalone_cluster, wait_for
+from sandbox_helpers import ClusterResourceSet, create, get, namespace, standalone_cluster, wait_for
 
 from kapstan.local import Sandbox
 
@@ -24,7 +24,7 @@ def _payload(name: str, value: str) -> str:
 
 
 def _workload_value(api: kr8s.Api, name: str) -> str | None:
-    found: list[Any] = [c for c in api.get("configmaps", namespace="default") if c.name == name]
+    found: list[Any] = [c for c in get(api, "configmaps", namespace="default") if c.name == name]
     return found[0].raw.get("data", {}).get("v") if found else None
 
 
@@ -35,7 +35,7 @@ def test_crs_applies_configmap_and_secret_resources_in_the_workload_cluster(
     workload = kr8s.api(kubeconfig=str(two_cluster_sandbox.workload_kubeconfig))
     ns = namespace(mgmt, "crs")
     standalone_cluster(mgmt, ns, "crs")
-    mgmt_cluster = next(iter(mgmt.get("clusters.cluster.x-k8s.io", "crs", namespace=ns)))
+    mgmt_cluster = next(iter(get(mgmt, "clusters.cluster.x-k8s.io", "crs", namespace=ns)))
     mgmt_cluster.patch({"metadata": {"labels": {"addons": "yes"}}})
 
     create(

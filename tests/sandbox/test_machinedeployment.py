@@ -17,6 +17,7 @@ from sandbox_helpers import (
     TestMachineTemplate,
     create,
     flavor_template,
+    get,
     kubeadm_template,
     machine_deployment,
     namespace,
@@ -33,11 +34,11 @@ TAINTS = [
 
 
 def _machines(api: kr8s.Api, ns: str, md: str) -> list[Any]:
-    return list(api.get(Machine, namespace=ns, label_selector={"cluster.x-k8s.io/deployment-name": md}))
+    return get(api, Machine, namespace=ns, label_selector={"cluster.x-k8s.io/deployment-name": md})
 
 
 def _ready_nodes(api: kr8s.Api, names: set[str]) -> dict[str, Node] | None:
-    nodes = {n.name: n for n in api.get("nodes") if n.name in names}
+    nodes = {n.name: n for n in get(api, "nodes") if n.name in names}
     ready = {
         name: n
         for name, n in nodes.items()
@@ -89,10 +90,10 @@ def test_scale_md_through_subresource_and_delete_the_annotated_machine(sandbox: 
 
     wait_for(f"only {survivor.name} left", only_survivor, timeout=180)
     wait_for(
-        f"Node {victim_node} gone", lambda: not [n for n in workload.get("nodes") if n.name == victim_node]
+        f"Node {victim_node} gone", lambda: not [n for n in get(workload, "nodes") if n.name == victim_node]
     )
     survivor.refresh()
     assert survivor.raw["metadata"].get("deletionTimestamp") is None
-    assert [n.name for n in workload.get("nodes") if n.name in names] == [
+    assert [n.name for n in get(workload, "nodes") if n.name in names] == [
         survivor.raw["status"]["nodeRef"]["name"]
     ]

@@ -6,12 +6,12 @@ from typing import Any
 
 import kr8s
 from kr8s.objects import Deployment, Node, Pod
-from sandbox_helpers import namespace, wait_for
+from sandbox_helpers import get, namespace, wait_for
 
 from kapstan.local import Sandbox
 
 
-def _ready(node: Node) -> bool:
+def _ready(node: Any) -> bool:
     node.refresh()
     conditions: list[dict[str, Any]] = node.raw.get("status", {}).get("conditions", [])
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
@@ -59,7 +59,7 @@ def test_scheduler_binds_pods_to_a_kwok_node_and_they_run(sandbox: Sandbox) -> N
     ).create()
 
     def running() -> list[Pod] | None:
-        pods = list(api.get("pods", namespace=ns, label_selector=labels))
+        pods = get(api, "pods", namespace=ns, label_selector=labels)
         ok = len(pods) == 3 and all(
             p.raw["spec"].get("nodeName") == "smoke-node"
             and p.raw.get("status", {}).get("phase") == "Running"
@@ -69,5 +69,5 @@ def test_scheduler_binds_pods_to_a_kwok_node_and_they_run(sandbox: Sandbox) -> N
 
     pods = wait_for("3 Running pods on smoke-node", running)
     # Bound by the scheduler (a Binding), not by us: the scheduler records a Scheduled event per pod.
-    events = list(api.get("events", namespace=ns, field_selector="reason=Scheduled"))
+    events = get(api, "events", namespace=ns, field_selector="reason=Scheduled")
     assert {e.raw["involvedObject"]["name"] for e in events} >= {p.name for p in pods}

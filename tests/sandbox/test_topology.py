@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import kr8s
 from sandbox_helpers import (
     CP,
@@ -16,6 +18,7 @@ from sandbox_helpers import (
     TestMachineTemplate,
     create,
     flavor_template,
+    get,
     kubeadm_template,
     namespace,
     wait_for,
@@ -90,9 +93,11 @@ def test_topology_worker_becomes_a_machinedeployment_with_topology_labels(sandbo
         },
     )
 
-    def topology_md() -> list[MachineDeployment] | None:
+    def topology_md() -> list[Any] | None:
         mds = list(
-            api.get(MachineDeployment, namespace=ns, label_selector={"cluster.x-k8s.io/cluster-name": "topo"})
+            get(
+                api, MachineDeployment, namespace=ns, label_selector={"cluster.x-k8s.io/cluster-name": "topo"}
+            )
         )
         return mds or None
 

@@ -36,7 +36,19 @@ def test_valid_machinedeployment_is_accepted(sandbox: Sandbox) -> None:
     ns = namespace(api, "validation")
     md = MachineDeployment(machine_deployment("good", ns, cluster="c", bootstrap="b", infra="i"), api=api)
     md.create()
+    # CAPI's defaulting webhook (registered by the sandbox like on a real management cluster) labelled it.
+    assert md.raw["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"] == "c"
     md.delete()
+
+
+def test_capi_validating_webhook_rejects_a_selector_that_misses_the_template(sandbox: Sandbox) -> None:
+    api = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
+    ns = namespace(api, "validation")
+    manifest = machine_deployment("bad-selector", ns, cluster="c", bootstrap="b", infra="i")
+    manifest["spec"]["selector"] = {"matchLabels": {"pool": "other"}}
+    with pytest.raises(kr8s.ServerError) as err:
+        MachineDeployment(manifest, api=api).create()
+    assert "admission webhook" in str(err.value)
 
 
 def test_provider_template_requires_an_instance_type(sandbox: Sandbox) -> None:

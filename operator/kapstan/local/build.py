@@ -195,8 +195,16 @@ def build(force: bool = False) -> Artifacts:
         shutil.rmtree(art.root)
     staging.rename(art.root)
     (art.root / "complete").write_text(f"{time.monotonic() - started:.0f}s\n")
+    _prune(art.root)
     _log(f"done in {time.monotonic() - started:.0f}s: {art.root}")
     return art
+
+
+def _prune(keep: Path) -> None:
+    """Drop builds of other keys (~250 MB each); the Go build cache keeps rebuilding them cheap."""
+    for other in keep.parent.iterdir():
+        if other != keep and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def _generate(src: Path, staging: Path) -> None:
