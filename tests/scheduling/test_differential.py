@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from strategies import snapshots
 
 from kapstan.scheduling import ENGINES, solve
 from kapstan.scheduling.model import Plan, Snapshot
 from kapstan.scheduling.validator import validate
+from strategies import snapshots
 
 pytestmark = pytest.mark.skipif("rust" not in ENGINES, reason="the Rust extension is not built")
 

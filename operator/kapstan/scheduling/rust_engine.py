@@ -38,14 +38,20 @@ def _pairs(mapping: Mapping[str, Any]) -> list[list[Any]]:
 
 
 def _requirement(req: NodeSelectorRequirement) -> dict[str, Any]:
-    return {"key": req.key, "operator": req.operator, "values": list(req.values), "min_values": req.min_values}
+    return {
+        "key": req.key,
+        "operator": req.operator,
+        "values": list(req.values),
+        "min_values": req.min_values,
+    }
 
 
 def _selector(selector: LabelSelector) -> dict[str, Any]:
     return {
         "match_labels": [list(pair) for pair in selector.match_labels],
         "match_expressions": [
-            {"key": e.key, "operator": e.operator, "values": list(e.values)} for e in selector.match_expressions
+            {"key": e.key, "operator": e.operator, "values": list(e.values)}
+            for e in selector.match_expressions
         ],
     }
 
@@ -64,7 +70,12 @@ def _taint(taint: Taint) -> dict[str, Any]:
 
 
 def _toleration(toleration: Toleration) -> dict[str, Any]:
-    return {"key": toleration.key, "operator": toleration.operator, "value": toleration.value, "effect": toleration.effect}
+    return {
+        "key": toleration.key,
+        "operator": toleration.operator,
+        "value": toleration.value,
+        "effect": toleration.effect,
+    }
 
 
 def _spread(constraint: TopologySpreadConstraint) -> dict[str, Any]:
@@ -91,11 +102,15 @@ def _pod(pod: Pod) -> dict[str, Any]:
         "labels": _pairs(pod.labels),
         "node_selector": _pairs(pod.node_selector),
         "required_terms": [[_requirement(r) for r in term] for term in pod.required_terms],
-        "preferred_terms": [{"weight": p.weight, "term": [_requirement(r) for r in p.term]} for p in pod.preferred_terms],
+        "preferred_terms": [
+            {"weight": p.weight, "term": [_requirement(r) for r in p.term]} for p in pod.preferred_terms
+        ],
         "affinity": [_term(t) for t in pod.affinity],
         "preferred_affinity": [{"weight": w.weight, "term": _term(w.term)} for w in pod.preferred_affinity],
         "anti_affinity": [_term(t) for t in pod.anti_affinity],
-        "preferred_anti_affinity": [{"weight": w.weight, "term": _term(w.term)} for w in pod.preferred_anti_affinity],
+        "preferred_anti_affinity": [
+            {"weight": w.weight, "term": _term(w.term)} for w in pod.preferred_anti_affinity
+        ],
         "tolerations": [_toleration(t) for t in pod.tolerations],
         "spread": [_spread(c) for c in pod.spread],
         "host_ports": [_port(p) for p in pod.host_ports],

@@ -504,6 +504,7 @@ impl<'s> Scheduler<'s> {
         self.pools[claim.view].charge(Some(&flavors[0]), replacing.as_deref());
         claim.requirements = requirements;
         claim.flavors = flavors;
+        claim.refresh_bound();
         let pod = &self.pods[pod_id];
         res::add_into(&mut claim.used, &pod.requests, 1);
         claim.pods.push(pod_id);
@@ -513,7 +514,20 @@ impl<'s> Scheduler<'s> {
         self.topology.record(pod_id, &self.pods[pod_id], &domain, 1);
     }
 
+    /// A cheap necessary condition for `evaluate` to succeed on a claim already holding pods: room
+    /// under the largest candidate flavor, and no hostname constraint already broken there.
+    fn might_take(&self, claim: &Claim, checks: &Checks) -> bool {
+        res::fits(&claim.used, &self.pods[checks.pod].requests, &claim.max_net)
+            && (!checks.keys.iter().any(|k| k == HOSTNAME)
+                || self
+                    .domain_problem(checks, HOSTNAME, Some(&claim.hostname))
+                    .is_none())
+    }
+
     pub fn try_claim(&mut self, claim_at: usize, checks: &Checks) -> Result<(), String> {
+        if !self.might_take(&self.claims[claim_at], checks) {
+            return Err("no room".into());
+        }
         let addition = self.evaluate(&self.claims[claim_at], checks)?;
         self.commit(claim_at, checks.pod, addition);
         Ok(())
@@ -556,16 +570,13 @@ impl<'s> Scheduler<'s> {
         if roomy.is_empty() {
             return Err(too_big(pod, &flavors));
         }
-        let claim = Claim {
-            index: self.next_index,
-            view: view_at,
-            pool_name: view.pool.name.clone(),
-            requirements: view.base.clone(),
-            flavors: roomy,
-            used: Vec::new(),
-            pods: Vec::new(),
-            ports: Vec::new(),
-        };
+        let claim = Claim::new(
+            self.next_index,
+            view_at,
+            &view.pool.name,
+            view.base.clone(),
+            roomy,
+        );
         let addition = self.evaluate(&claim, checks)?;
         self.next_index += 1;
         self.claims.push(claim);

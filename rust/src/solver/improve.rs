@@ -1,9 +1,10 @@
 //! The cost pass (twin of `improve.py`): re-pack one or two claims into new claims held to one flavor,
 //! keeping a move only when it is strictly cheaper; bounded by a count of pod placements.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
-use super::greedy::{pod_order, Scheduler};
+use super::greedy::{pod_order, Checks, Scheduler};
 use super::model::HOSTNAME;
 use super::resources as res;
 use super::targets::Claim;
@@ -34,6 +35,7 @@ fn python_floordiv(a: f64, b: f64) -> f64 {
 pub fn improve(s: &mut Scheduler) {
     let mut budget = PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS;
     let pinned = pinned_groups(s);
+    let mut cache = ChecksCache::new();
     let mut improved = true;
     while improved && budget > 0 {
         improved = false;
@@ -47,7 +49,7 @@ pub fn improve(s: &mut Scheduler) {
             if budget <= 0 {
                 break;
             }
-            if present(s, &[*claim]) && repack(s, &[*claim], &mut budget) {
+            if present(s, &[*claim]) && repack(s, &[*claim], &mut budget, &mut cache) {
                 improved = true;
             }
         }
@@ -76,7 +78,7 @@ pub fn improve(s: &mut Scheduler) {
                     break 'pairs;
                 }
                 let pair = [ordered[i].2, ordered[j].2];
-                if present(s, &pair) && repack(s, &pair, &mut budget) {
+                if present(s, &pair) && repack(s, &pair, &mut budget, &mut cache) {
                     improved = true;
                 }
             }
@@ -160,18 +162,21 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
             price,
         )
     };
-    let mut ranked: Vec<_> = view.flavors.iter().collect();
-    ranked.sort_by(|a, b| {
-        let (pa, pb) = (per_pod(a), per_pod(b));
+    let mut ranked: Vec<((f64, f64), &str)> = view
+        .flavors
+        .iter()
+        .map(|f| (per_pod(f), f.name()))
+        .collect();
+    ranked.sort_by(|(pa, na), (pb, nb)| {
         pa.0.total_cmp(&pb.0)
             .then(pa.1.total_cmp(&pb.1))
-            .then_with(|| a.name().cmp(b.name()))
+            .then_with(|| na.cmp(nb))
     });
     let efficient: Vec<String> = ranked
         .iter()
         .take(FLAVORS_PER_MOVE)
-        .filter(|f| per_pod(f).0 != f64::INFINITY)
-        .map(|f| f.name().to_string())
+        .filter(|(score, _)| score.0 != f64::INFINITY)
+        .map(|(_, name)| name.to_string())
         .collect();
     let mut out: Vec<Option<String>> = vec![None];
     for name in efficient.into_iter().chain(chosen) {
@@ -220,19 +225,31 @@ fn put_back(s: &mut Scheduler, claims: Vec<Claim>) {
 
 /// Place the pods on new claims only, held to `restrict` where it fits; None (nothing left behind)
 /// when some pod cannot be placed.
+/// A pod's checks depend on its relaxation level and the registered groups, never on counts, so the
+/// pass builds them once per pod.
+type ChecksCache = HashMap<usize, Rc<Checks>>;
+
 fn replace(
     s: &mut Scheduler,
     pods: &[usize],
     restrict: Option<&str>,
     budget: &mut i64,
+    cache: &mut ChecksCache,
 ) -> Option<Vec<usize>> {
     let mut order = pods.to_vec();
     order.sort_by_cached_key(|&p| pod_order(&s.pods[p]));
     let mut created: Vec<usize> = Vec::new();
     for pod in order {
         *budget -= 1;
-        let prefs = s.placed_prefs[&pod].clone();
-        let checks = s.checks(pod, prefs);
+        let checks = match cache.get(&pod) {
+            Some(found) => found.clone(),
+            None => {
+                let prefs = s.placed_prefs[&pod].clone();
+                let built = Rc::new(s.checks(pod, prefs));
+                cache.insert(pod, built.clone());
+                built
+            }
+        };
         let mut placed = false;
         for &index in &created {
             let at = s
@@ -270,7 +287,7 @@ fn replace(
     Some(created)
 }
 
-fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64) -> bool {
+fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64, cache: &mut ChecksCache) -> bool {
     let claims: Vec<&Claim> = indexes
         .iter()
         .map(|i| s.claims.iter().find(|c| c.index == *i).expect("present"))
@@ -287,7 +304,7 @@ fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64) -> bool {
         if *budget <= 0 {
             break;
         }
-        let Some(created) = replace(s, &pods, restrict.as_deref(), budget) else {
+        let Some(created) = replace(s, &pods, restrict.as_deref(), budget, cache) else {
             continue;
         };
         let cost = created.iter().fold(0.0, |acc, i| {
@@ -308,7 +325,7 @@ fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64) -> bool {
         put_back(s, taken);
         return false;
     };
-    if replace(s, &pods, restrict.as_deref(), budget).is_none() {
+    if replace(s, &pods, restrict.as_deref(), budget, cache).is_none() {
         put_back(s, taken);
         return false;
     }

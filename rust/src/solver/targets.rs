@@ -266,6 +266,9 @@ pub struct Claim {
     pub index: usize,
     pub view: usize,
     pub pool_name: String,
+    pub hostname: String,
+    /// Per resource, the most any candidate flavor offers: a cheap bound to reject pods early.
+    pub max_net: Res,
     pub requirements: Reqs,
     pub flavors: Vec<Rc<Flavor>>,
     pub used: Res,
@@ -274,8 +277,40 @@ pub struct Claim {
 }
 
 impl Claim {
-    pub fn hostname(&self) -> String {
-        format!("{}/claim-{}", self.pool_name, self.index)
+    pub fn new(
+        index: usize,
+        view: usize,
+        pool_name: &str,
+        requirements: Reqs,
+        flavors: Vec<Rc<Flavor>>,
+    ) -> Claim {
+        let mut claim = Claim {
+            index,
+            view,
+            pool_name: pool_name.to_string(),
+            hostname: format!("{pool_name}/claim-{index}"),
+            max_net: Res::new(),
+            requirements,
+            flavors,
+            used: Res::new(),
+            pods: Vec::new(),
+            ports: Vec::new(),
+        };
+        claim.refresh_bound();
+        claim
+    }
+
+    pub fn refresh_bound(&mut self) {
+        let mut bound = Res::new();
+        for flavor in &self.flavors {
+            for (key, value) in &flavor.net {
+                match bound.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, slot)) => *slot = (*slot).max(*value),
+                    None => bound.push((key.clone(), *value)),
+                }
+            }
+        }
+        self.max_net = bound;
     }
 
     pub fn chosen(&self) -> &Flavor {
@@ -293,7 +328,7 @@ impl Claim {
         reqs: &Reqs,
     ) -> Vec<Option<String>> {
         if key == HOSTNAME {
-            return vec![Some(self.hostname())];
+            return vec![Some(self.hostname.clone())];
         }
         let req: Option<&Requirement> = reqs.get(key);
         if let Some(pinned) = req.and_then(|r| r.single_value()) {
