@@ -55,3 +55,8 @@ def up_cmd(directory: Path | None, two_clusters: bool) -> None:
 def down_cmd(directory: Path | None) -> None:
     """Stop everything ``up`` started in DIR and remove what it created."""
     Sandbox.load((directory or default_dir()).absolute()).down()
+
+
+if __name__ == "__main__":
+    # ``python -m kapstan.cli_local up`` works before the group is mounted under ``kapstan``.
+    local_group()
