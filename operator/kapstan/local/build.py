@@ -123,6 +123,9 @@ def _log(msg: str) -> None:
 
 def _go_env() -> dict[str, str]:
     env = dict(os.environ)
+    # A non-login shell (CI, an IDE) may lack the usual Go install location on PATH.
+    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
+        env["PATH"] = f"/usr/local/go/bin{os.pathsep}{env.get('PATH', '')}"
     # Pure-Go binaries; also pins the build-cache key, so every caller of this script shares one cache.
     env["CGO_ENABLED"] = "0"
     return env
@@ -148,13 +151,14 @@ def _ldflags() -> str:
 def _go_build(cwd: Path, out_dir: Path, packages: list[str]) -> None:
     """One ``go build -v`` of several main packages, counting compiled packages as progress."""
     env = _go_env()
+    go = shutil.which("go", path=env["PATH"]) or "go"
     listing = subprocess.run(
-        ["go", "list", "-deps", *packages], cwd=cwd, env=env, capture_output=True, text=True
+        [go, "list", "-deps", *packages], cwd=cwd, env=env, capture_output=True, text=True
     )
     if listing.returncode != 0:
         raise BuildError(f"go list failed in {cwd}:\n{listing.stderr}")
     total = len(listing.stdout.split())
-    cmd = ["go", "build", "-v", "-trimpath", f"-ldflags={_ldflags()}", "-o", str(out_dir) + "/", *packages]
+    cmd = [go, "build", "-v", "-trimpath", f"-ldflags={_ldflags()}", "-o", str(out_dir) + "/", *packages]
     _log(f"{' '.join(cmd)}  (in {cwd}; {total} packages, already-cached ones are not listed)")
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -179,7 +183,7 @@ def build(force: bool = False) -> Artifacts:
     if art.complete and not force:
         _log(f"cached: {art.root}")
         return art
-    if shutil.which("go") is None:
+    if shutil.which("go", path=_go_env()["PATH"]) is None:
         raise BuildError("the Go toolchain is required (go 1.26 or newer on PATH)")
     started = time.monotonic()
     staging = art.root.with_name(art.root.name + ".partial")
