@@ -40,6 +40,7 @@ class Result:
     memory_used: float | None = None
     flavors: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    note: str | None = None
     stopped_after: float | None = None
     """Set when the first solve ran past the cap and was stopped: the time is at least this."""
 

@@ -15,31 +15,42 @@ KARPENTER_REFERENCE = ((5000, 4.0), (20000, 20.0))
 
 
 def solve_time(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
-    fig = Figure(figsize=(7, 4.5))
+    fig = Figure(figsize=(7.5, 5))
     ax = fig.subplots()
+    colors = {e: f"C{i}" for i, e in enumerate(engines)}
     for engine in engines:
         for family, style in (("mix", "-o"), ("generic", ":s")):
-            points = sorted(
-                (r["pods"], r["median_seconds"])
-                for r in results
-                if r["engine"] == engine and r["family"] == family and r.get("median_seconds")
-            )
+            mine = [r for r in results if r["engine"] == engine and r["family"] == family]
+            points = sorted((r["pods"], r["median_seconds"]) for r in mine if r.get("median_seconds"))
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, style, label=f"{engine} ({family})")
+                ax.plot(xs, ys, style, color=colors[engine], label=f"{engine}, {family}")
+            for r in mine:
+                if r.get("stopped_after"):
+                    ax.plot([r["pods"]], [r["stopped_after"]], "^", color=colors[engine], fillstyle="none")
+                    ax.annotate(
+                        f"{engine} stopped, > {r['stopped_after']:.0f} s",
+                        (r["pods"], r["stopped_after"]),
+                        textcoords="offset points",
+                        xytext=(-120, 6),
+                        fontsize=7,
+                    )
     xs, ys = zip(*KARPENTER_REFERENCE, strict=True)
     ax.plot(xs, ys, "--", color="grey", label="Karpenter, mix (DESIGN.md, not measured)")
     for t in TARGETS:
         if t.metric == "median_seconds" and t.workload.startswith("mix-"):
-            ax.plot([int(t.workload.split("-")[1])], [t.limit], "v", color="red", markersize=8)
-    ax.plot([], [], "v", color="red", label="targets")
+            x = int(t.workload.split("-")[1])
+            ax.plot([x], [t.limit], "_", color=colors.get(t.engine, "red"), markersize=18, markeredgewidth=2)
+            ax.annotate(
+                f"{t.engine} target", (x, t.limit), textcoords="offset points", xytext=(8, -3), fontsize=7
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("pending pods (400 flavors)")
     ax.set_ylabel("median solve time (s)")
-    ax.set_title("Solve time, Karpenter's benchmark mix")
+    ax.set_title("Solve time: Karpenter's benchmark mix (solid) and generic pods (dotted)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

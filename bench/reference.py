@@ -96,4 +96,6 @@ def reference_result(workload: Workload, snapshot: Snapshot, bound: float | None
     if plan is None:
         return None
     result = Result(workload.name, workload.family, ENGINE, len(snapshot.pods), seconds=[plan.solve_seconds])
+    if any(p.preferred_terms or p.preferred_affinity or p.preferred_anti_affinity for p in snapshot.pods):
+        result.note = "the reference ignores preferences, which the engines honour where they can"
     return assess(result, snapshot, plan, bound)

@@ -100,41 +100,41 @@ def _table(workload: Workload, bound: Mapping[str, Any], rows: Sequence[Mapping[
 
 
 def _flags(results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> list[str]:
-    """Things worth a look, found mechanically."""
-    out: list[str] = []
+    """Things worth a look, found mechanically; engines with the same finding share one line."""
+    found: dict[str, list[str]] = {}
     done = [r for r in results if not r.get("skipped")]
     by_key = {(r["workload"], r["engine"]): r for r in done}
     for r in done:
-        name = f"{r['engine']} on {r['workload']}"
+        if r["engine"] == "reference":
+            continue
+        where = f"on {r['workload']}"
+        used = f"cpu {r['cpu_used']:.0%} / mem {r['memory_used']:.0%} of new capacity used"
         if not r["valid"]:
-            out.append(
-                f"{name}: **invalid plan**, {r['violation_count']} violations, e.g. `{r['violations'][0]}`"
+            found.setdefault(f"{where}: **invalid plan**, e.g. `{r['violations'][0]}`", []).append(
+                r["engine"]
             )
         if r["unschedulable"]:
-            out.append(f"{name}: {r['unschedulable']} pods left unschedulable")
+            found.setdefault(f"{where}: {r['unschedulable']} pods left unschedulable", []).append(r["engine"])
         ref = by_key.get((r["workload"], "reference"))
-        if r["engine"] != "reference" and ref and r["cost_ratio"] and ref["cost_ratio"]:
-            if r["cost_ratio"] > ref["cost_ratio"] * 1.02:
-                out.append(
-                    f"{name}: costs {r['price_per_hour'] / ref['price_per_hour'] - 1:.1%} more than the naive "
-                    f"reference ({r['cost_ratio']:.3f} vs {ref['cost_ratio']:.3f} of the bound; cpu "
-                    f"{r['cpu_used']:.0%} / mem {r['memory_used']:.0%} of new capacity used)"
-                )
-        elif r["engine"] != "reference" and r["cost_ratio"] and r["cost_ratio"] > 1.10:
-            out.append(
-                f"{name}: {r['cost_ratio']:.3f}x the bound (cpu {r['cpu_used']:.0%} / mem "
-                f"{r['memory_used']:.0%} of new capacity used)"
+        if ref and r["cost_ratio"] and ref["cost_ratio"] and r["cost_ratio"] > ref["cost_ratio"] * 1.02:
+            text = (
+                f"{where}: costs {r['price_per_hour'] / ref['price_per_hour'] - 1:.1%} more than the naive "
+                f"reference ({r['cost_ratio']:.3f} vs {ref['cost_ratio']:.3f} of the bound; {used})"
+                + (f"; {ref['note']}" if ref.get("note") else "")
             )
+            found.setdefault(text, []).append(r["engine"])
+        elif not ref and r["cost_ratio"] and r["cost_ratio"] > 1.10:
+            found.setdefault(f"{where}: {r['cost_ratio']:.3f}x the bound ({used})", []).append(r["engine"])
     for r in results:
         if r.get("skipped"):
-            out.append(f"{r['engine']} on {r['workload']}: skipped, {r['skipped']}")
+            found.setdefault(f"on {r['workload']}: skipped, {r['skipped']}", []).append(r["engine"])
+    lines = [f"- {', '.join(who)} {text}" for text, who in found.items()]
     if len(engines) > 1:
         for w in dict.fromkeys(r["workload"] for r in done):
             plans = {(r["price_per_hour"], r["nodes"]) for e in engines if (r := by_key.get((w, e)))}
             if len(plans) > 1:
-                out.append(f"{w}: engines disagree on price or node count: {sorted(plans)}")
-    lines = ["## Worth a look", ""]
-    return [*lines, *(f"- {f}" for f in out or ["nothing flagged"]), ""]
+                lines.append(f"- {w}: engines disagree on price or node count: {sorted(plans)}")
+    return ["## Worth a look", "", *(lines or ["- nothing flagged"]), ""]
 
 
 def render(

@@ -23,7 +23,7 @@ from bench.isolate import run_isolated
 from bench.measure import Result
 from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
-from bench.workloads import all_workloads
+from bench.workloads import WORKLOADS, Workload, all_workloads
 from kapstan import _core
 from kapstan.scheduling import ENGINES
 
@@ -61,27 +61,9 @@ def _progress(r: Result) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    parser.add_argument(
-        "--quick", action="store_true", help=f"workloads up to {QUICK_MAX_PODS} pods, one run each"
-    )
-    parser.add_argument("--repeat", type=int, default=5, help="solves per workload and engine (median)")
-    parser.add_argument("--engine", action="append", help="only this engine (repeatable)")
-    parser.add_argument(
-        "--only", action="append", help="only workloads whose name contains this (repeatable)"
-    )
-    parser.add_argument("--out", type=Path, default=HERE, help="where to write the report and plots")
-    args = parser.parse_args(argv)
-    raw_args = sys.argv[1:] if argv is None else argv
-    engines = [e for e in sorted(ENGINES) if not args.engine or e in args.engine]
-    repeat = 1 if args.quick else max(args.repeat, 1)
-    workloads = [
-        w
-        for w in all_workloads()
-        if (not args.quick or w.pods <= QUICK_MAX_PODS)
-        and (not args.only or any(o in w.name for o in args.only))
-    ]
+def _measure_all(
+    workloads: list[Workload], engines: list[str], repeat: int
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     bounds: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     for w in workloads:
@@ -96,25 +78,56 @@ def main(argv: list[str] | None = None) -> int:
         if reference is not None:
             results.append(reference.to_json())
             _progress(reference)
+    return bounds, results
+
+
+def _write(out: Path, payload: dict[str, Any]) -> None:
+    """results.json, REPORT.md and the plots from one payload; prints the verdicts."""
+    engines, results = payload["engines"], payload["results"]
+    workloads = [WORKLOADS[name] for name in payload["bounds"]]
     verdicts = check(results, engines)
-    machine = _machine(raw_args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "machine": machine,
-        "engines": engines,
-        "bounds": bounds,
-        "results": results,
-        "targets": [
-            {**asdict(v.target), "status": v.status, "value": v.value, "detail": v.detail} for v in verdicts
-        ],
-    }
-    (args.out / "results.json").write_text(json.dumps(payload, indent=1) + "\n")
-    text = report.render(machine, engines, workloads, bounds, results, verdicts)
-    (args.out / "REPORT.md").write_text(text)
-    plots.solve_time(results, engines, args.out / "solve_time.png")
-    plots.cost_vs_bound(results, [*engines, "reference"], args.out / "cost_vs_bound.png")
+    payload["targets"] = [
+        {**asdict(v.target), "status": v.status, "value": v.value, "detail": v.detail} for v in verdicts
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(payload, indent=1) + "\n")
+    text = report.render(payload["machine"], engines, workloads, payload["bounds"], results, verdicts)
+    (out / "REPORT.md").write_text(text)
+    plots.solve_time(results, engines, out / "solve_time.png")
+    plots.cost_vs_bound(results, [*engines, "reference"], out / "cost_vs_bound.png")
     for v in verdicts:
         print(f"{v.status:>7}  {v.target.engine:>6} {v.target.workload:<14} {v.detail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help=f"workloads up to {QUICK_MAX_PODS} pods, one run each"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="solves per workload and engine (median)")
+    parser.add_argument("--engine", action="append", help="only this engine (repeatable)")
+    parser.add_argument(
+        "--only", action="append", help="only workloads whose name contains this (repeatable)"
+    )
+    parser.add_argument("--out", type=Path, default=HERE, help="where to write the report and plots")
+    parser.add_argument(
+        "--render-only", action="store_true", help="rewrite the report and plots from OUT/results.json"
+    )
+    args = parser.parse_args(argv)
+    if args.render_only:
+        _write(args.out, json.loads((args.out / "results.json").read_text()))
+        return 0
+    engines = [e for e in sorted(ENGINES) if not args.engine or e in args.engine]
+    repeat = 1 if args.quick else max(args.repeat, 1)
+    workloads = [
+        w
+        for w in all_workloads()
+        if (not args.quick or w.pods <= QUICK_MAX_PODS)
+        and (not args.only or any(o in w.name for o in args.only))
+    ]
+    bounds, results = _measure_all(workloads, engines, repeat)
+    machine = _machine(sys.argv[1:] if argv is None else argv)
+    _write(args.out, {"machine": machine, "engines": engines, "bounds": bounds, "results": results})
     return 0
 
 

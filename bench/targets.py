@@ -78,7 +78,6 @@ def check(results: Sequence[Mapping[str, object]], engines: Sequence[str]) -> li
                 Verdict(t, "PASS", value, f"{_format(t.metric, value)} vs {limit} ({-margin:.1%} under)")
             )
         else:
-            out.append(
-                Verdict(t, "MISS", value, f"{_format(t.metric, value)} vs {limit} ({margin:.1%} over)")
-            )
+            over = f"{value / t.limit:.1f}x the limit" if value >= 2 * t.limit else f"{margin:.1%} over"
+            out.append(Verdict(t, "MISS", value, f"{_format(t.metric, value)} vs {limit} ({over})"))
     return out
