@@ -58,6 +58,20 @@ class Sandbox:
         """``DIR/kubeconfig``: the management cluster's (the only one in single-cluster mode)."""
         return self.directory / "kubeconfig"
 
+    def service_account_kubeconfig(self, namespace: str, name: str, *, workload: bool = True) -> Path:
+        """A kubeconfig acting as ServiceAccount ``namespace/name`` (created if missing), to test RBAC.
+
+        Written to ``DIR/sa-<cluster>-<namespace>-<name>.kubeconfig``; removed by ``down``.
+        """
+        source = self.workload_kubeconfig if workload else self.management_kubeconfig
+        server: str = yaml.safe_load(source.read_text())["clusters"][0]["cluster"]["server"]
+        pki = self.directory / "pki"
+        token = kubeconfig.service_account_token(server, pki, namespace, name)
+        side = "workload" if workload else "management"
+        path = self.directory / f"sa-{side}-{namespace}-{name}.kubeconfig"
+        kubeconfig.write(path, server, pki, f"kapstan-{side}", token=token)
+        return path
+
     # -- up -------------------------------------------------------------------------------------------
 
     def up(self, art: Artifacts | None = None, timeout: float = 180.0) -> None:
