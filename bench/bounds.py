@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
@@ -88,6 +90,19 @@ def _merge(options: list[Option], shapes: list[Shape], resources: list[str]) -> 
     return list(members.values())
 
 
+def _capacity(resource: str, option: Option) -> float:
+    return max(option.capacity.get(resource, 0), 0)
+
+
+def _one(option: Option) -> float:
+    return 1.0
+
+
+def _charged(key: str, option: Option) -> float:
+    """What one node of the option counts against a pool limit (`nodes` is in milli-units too)."""
+    return 1000.0 if key == "nodes" else option.charged.get(key, 0)
+
+
 def lower_bound(snapshot: Snapshot, integer_seconds: float = 10.0) -> Bound:
     started = time.perf_counter()
     options = build_options(snapshot)
@@ -102,10 +117,10 @@ def lower_bound(snapshot: Snapshot, integer_seconds: float = 10.0) -> Bound:
     lower: list[float] = []
     upper: list[float] = []
 
-    def row(option_indices: frozenset[int], weight: object) -> np.ndarray:
+    def row(option_indices: frozenset[int], weight: Callable[[Option], float]) -> np.ndarray:
         out = np.zeros(len(variables))
         for v in sorted({var_of[i] for i in option_indices}):
-            out[v] = weight(first[v]) if callable(weight) else weight
+            out[v] = weight(first[v])
         return out
 
     for allowed in sorted({s.options for s in placeable}, key=sorted):
@@ -113,20 +128,19 @@ def lower_bound(snapshot: Snapshot, integer_seconds: float = 10.0) -> Bound:
         for r in resources:
             demand = sum(s.count * s.example.requests.get(r, 0) for s in inside)
             if demand > 0:
-                rows.append(row(allowed, lambda o, r=r: max(o.capacity.get(r, 0), 0)) / demand)
+                rows.append(row(allowed, partial(_capacity, r)) / demand)
                 lower.append(1.0)
                 upper.append(np.inf)
     seps = separations(snapshot, shape_of, shapes)
     for needed, allowed in seps:
-        rows.append(row(allowed, 1.0) / needed)
+        rows.append(row(allowed, _one) / needed)
         lower.append(1.0)
         upper.append(np.inf)
     for pool in snapshot.node_pools:
         in_pool = frozenset(i for i, o in enumerate(options) if o.pool == pool.name)
         for key, limit in pool.limits.items():
             left = max(limit - pool.usage.get(key, 0), 0)
-            weight = 1000.0 if key == "nodes" else (lambda o, key=key: o.charged.get(key, 0))
-            rows.append(row(in_pool, weight))
+            rows.append(row(in_pool, partial(_charged, key)))
             lower.append(-np.inf)
             upper.append(float(left))
     price = np.array([o.price for o in first])

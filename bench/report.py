@@ -55,8 +55,18 @@ def _guide(machine: Mapping[str, Any], engines: Sequence[str], workloads: Sequen
         "",
         f"Engines measured: {', '.join(f'`{e}`' for e in engines)} (every entry of "
         "`kapstan.scheduling.ENGINES`). Compiled core `kapstan._core.build_info()`: "
-        f"`{machine['build_info']}`.",
+        f"`{machine['build_info']}`, {machine.get('core', 'unknown file')}.",
     ]
+    if machine.get("dirty"):
+        lines += [
+            "",
+            f"Engine sources had uncommitted changes: {', '.join(f'`{p}`' for p in machine['dirty'])}.",
+        ]
+    if machine.get("core_changed"):
+        lines += [
+            "",
+            "**The compiled core was rebuilt while this ran**: compiled-engine rows may come from two builds.",
+        ]
     if "rust" not in engines:
         lines += [
             "",
@@ -131,7 +141,7 @@ def _flags(results: Sequence[Mapping[str, Any]], engines: Sequence[str]) -> list
     lines = [f"- {', '.join(who)} {text}" for text, who in found.items()]
     if len(engines) > 1:
         for w in dict.fromkeys(r["workload"] for r in done):
-            plans = {(r["price_per_hour"], r["nodes"]) for e in engines if (r := by_key.get((w, e)))}
+            plans = {(p["price_per_hour"], p["nodes"]) for e in engines if (p := by_key.get((w, e)))}
             if len(plans) > 1:
                 lines.append(f"- {w}: engines disagree on price or node count: {sorted(plans)}")
     return ["## Worth a look", "", *(lines or ["- nothing flagged"]), ""]

@@ -7,46 +7,23 @@ and prints each target's verdict.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
-import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import plots, report
+from bench import machine, plots, report
 from bench.bounds import lower_bound
 from bench.isolate import run_isolated
 from bench.measure import Result
 from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
 from bench.workloads import WORKLOADS, Workload, all_workloads
-from kapstan import _core
 from kapstan.scheduling import ENGINES
 
 HERE = Path(__file__).resolve().parent
 QUICK_MAX_PODS = 1000
-
-
-def _machine(args: list[str]) -> dict[str, Any]:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "build_info": _core.build_info(),
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": commit,
-        "args": "".join(f" {a}" for a in args),
-    }
 
 
 def _progress(r: Result) -> None:
@@ -125,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.quick or w.pods <= QUICK_MAX_PODS)
         and (not args.only or any(o in w.name for o in args.only))
     ]
+    core_before = machine.core_fingerprint()
     bounds, results = _measure_all(workloads, engines, repeat)
-    machine = _machine(sys.argv[1:] if argv is None else argv)
-    _write(args.out, {"machine": machine, "engines": engines, "bounds": bounds, "results": results})
+    described = machine.describe(sys.argv[1:] if argv is None else argv)
+    described["core_changed"] = described["core"] != core_before
+    _write(args.out, {"machine": described, "engines": engines, "bounds": bounds, "results": results})
     return 0
 
 

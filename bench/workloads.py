@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from bench import catalogs
 from bench.catalogs import GPU_TAINT, MI, requests
@@ -187,14 +188,18 @@ def all_workloads() -> list[Workload]:
         Workload("article-8x1cpu", "article", 8, article_inflate, "article experiment 1: 8 x 1 CPU pods"),
         Workload("article-3cpu", "article", 1, article_big_pod, "article experiment 2: one 3 CPU pod"),
     ]
-    for n in SIZES:
-        out.append(Workload(f"mix-{n}", "mix", n, lambda n=n: karpenter_mix(n), "Karpenter's mix"))
-    for n in SIZES:
-        build = lambda n=n: karpenter_mix(n, generic_only=True)  # noqa: E731
-        out.append(Workload(f"generic-{n}", "generic", n, build, "generic pods only"))
+    out += [Workload(f"mix-{n}", "mix", n, partial(karpenter_mix, n), "Karpenter's mix") for n in SIZES]
+    out += [
+        Workload(
+            f"generic-{n}", "generic", n, partial(karpenter_mix, n, generic_only=True), "generic pods only"
+        )
+        for n in SIZES
+    ]
     out.append(Workload("prefs-4000", "prefs", 4000, preferences, "preferences to relax"))
-    for n in (200, 1000, 5000):
-        out.append(Workload(f"capi-{n}", "capi", n, lambda n=n: capi_catalog(n), "OVH-like CAPI catalog"))
+    out += [
+        Workload(f"capi-{n}", "capi", n, partial(capi_catalog, n), "OVH-like CAPI catalog")
+        for n in (200, 1000, 5000)
+    ]
     return out
 
 
