@@ -1,9 +1,11 @@
 //! Live topology counts (twin of `counts.py`): pods per group and domain, owners of anti-affinity terms,
 //! and the hard spread rules. Pods are ids into the solver's pod arena.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
-use super::model::{Pod, Snapshot, TopologySpreadConstraint};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::model::{Pod, Snapshot, TopologySpreadConstraint, HOSTNAME};
 use super::topology::{min_count, spread_group, spread_universe, term_group, Group};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,6 +24,8 @@ pub struct TopologyCounts {
     /// Group of a required anti-affinity term -> domain -> owners there.
     pub anti_owners: HashMap<usize, HashMap<String, i64>>,
     pub rules: Vec<SpreadRule>,
+    /// Hostname group -> number of planned claims holding at least one of its pods.
+    pub claims_holding: HashMap<usize, i64>,
     universes: HashMap<String, BTreeSet<String>>,
     selecting: HashMap<usize, Vec<usize>>,
 }
@@ -34,7 +38,7 @@ impl TopologyCounts {
         let id = self.groups.len();
         self.index.insert(group.clone(), id);
         self.groups.push(group);
-        self.counts.push(HashMap::new());
+        self.counts.push(HashMap::default());
         self.totals.push(0);
         id
     }
@@ -74,7 +78,7 @@ impl TopologyCounts {
     }
 
     pub fn register<'a>(&mut self, snapshot: &Snapshot, pods: impl Iterator<Item = &'a Pod>) {
-        let mut seen: HashSet<SpreadRule> = HashSet::new();
+        let mut seen: HashSet<SpreadRule> = HashSet::default();
         for pod in pods {
             for term in pod.affinity.iter().chain(&pod.anti_affinity) {
                 self.group_id(term_group(term));
@@ -146,17 +150,26 @@ impl TopologyCounts {
         keys.into_iter().collect()
     }
 
+    /// Count the pod where it lands (`sign` -1 takes it back). `on_claim`: it lands on a planned claim,
+    /// whose hostname is a domain of its own, tracked in `claims_holding`.
     pub fn record(
         &mut self,
         id: usize,
         pod: &Pod,
         domain: &dyn Fn(&str) -> Option<String>,
         sign: i64,
+        on_claim: bool,
     ) {
         for g in self.selecting(id, pod) {
             if let Some(value) = domain(&self.groups[g].key) {
-                *self.counts[g].entry(value).or_insert(0) += sign;
+                let count = self.counts[g].entry(value).or_insert(0);
+                let before = *count;
+                *count += sign;
+                let after = *count;
                 self.totals[g] += sign;
+                if on_claim && self.groups[g].key == HOSTNAME && (before == 0) != (after == 0) {
+                    *self.claims_holding.entry(g).or_insert(0) += if after > 0 { 1 } else { -1 };
+                }
             }
         }
         for term in &pod.anti_affinity {

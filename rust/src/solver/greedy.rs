@@ -2,7 +2,9 @@
 //! a new claim from the heaviest NodePool; preferences relaxed one at a time; failed pods retried while
 //! a round places something.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::counts::{SpreadRule, TopologyCounts};
@@ -29,6 +31,47 @@ pub struct Checks {
     pub anti: Vec<(usize, String)>,
     pub symmetric_anti: Vec<(usize, String)>,
     pub keys: Vec<String>,
+}
+
+/// A topology constraint a placement would break, worded exactly as the Python engine words it.
+pub enum Problem<'k> {
+    Spread(&'k str, i64),
+    GroupSpread(&'k str),
+    AffinityNeedsLabel(&'k str),
+    AffinityNoMatch(&'k str),
+    Anti(&'k str),
+    Excluded(&'k str, &'k str),
+}
+
+impl std::fmt::Display for Problem<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Spread(key, skew) => write!(
+                f,
+                "topology spread on {key} (maxSkew {skew}) would be exceeded"
+            ),
+            Problem::GroupSpread(key) => {
+                write!(
+                    f,
+                    "topology spread on {key} of the pods it belongs with would be exceeded"
+                )
+            }
+            Problem::AffinityNeedsLabel(key) => {
+                write!(f, "pod affinity needs a node labelled {key}")
+            }
+            Problem::AffinityNoMatch(key) => {
+                write!(f, "pod affinity on {key}: no matching pod in that domain")
+            }
+            Problem::Anti(key) => write!(
+                f,
+                "pod anti-affinity on {key}: a matching pod is already there"
+            ),
+            Problem::Excluded(key, value) => write!(
+                f,
+                "anti-affinity of a pod already on {key}={value} excludes it"
+            ),
+        }
+    }
 }
 
 /// What adding a pod to a claim changes, computed before anything is mutated.
@@ -104,9 +147,9 @@ impl<'s> Scheduler<'s> {
             claims: Vec::new(),
             next_index: 0,
             topology,
-            placed_prefs: HashMap::new(),
+            placed_prefs: HashMap::default(),
             removed: Vec::new(),
-            rules_of: HashMap::new(),
+            rules_of: HashMap::default(),
         };
         scheduler.record_existing();
         scheduler
@@ -124,7 +167,7 @@ impl<'s> Scheduler<'s> {
             for _ in &node.pods {
                 let labels = self.existing[target].node.labels.clone();
                 let domain = move |key: &str| lookup(&labels, key).cloned();
-                self.topology.record(id, &self.pods[id], &domain, 1);
+                self.topology.record(id, &self.pods[id], &domain, 1, false);
                 id += 1;
             }
         }
@@ -204,21 +247,20 @@ impl<'s> Scheduler<'s> {
         counts.get(value).copied().unwrap_or(0) + self_match - floor <= constraint.max_skew
     }
 
-    pub fn domain_problem(
+    /// Why placing the pod where `key` has `value` breaks a topology constraint, or None. Returns a
+    /// `Problem` rather than a message so the hot path of rejecting claims allocates nothing.
+    pub fn domain_problem<'k>(
         &self,
         checks: &Checks,
-        key: &str,
-        value: Option<&str>,
-    ) -> Option<String> {
+        key: &'k str,
+        value: Option<&'k str>,
+    ) -> Option<Problem<'k>> {
         let topo = &self.topology;
         for (constraint, gid, universe, self_match) in &checks.spread {
             if constraint.topology_key == key
                 && !self.spread_allows(*gid, constraint, universe, value, *self_match)
             {
-                return Some(format!(
-                    "topology spread on {key} (maxSkew {}) would be exceeded",
-                    constraint.max_skew
-                ));
+                return Some(Problem::Spread(key, constraint.max_skew));
             }
         }
         for &r in &checks.rules {
@@ -227,9 +269,7 @@ impl<'s> Scheduler<'s> {
                 && value.is_some()
                 && !topo.rule_allows(rule, value, 1)
             {
-                return Some(format!(
-                    "topology spread on {key} of the pods it belongs with would be exceeded"
-                ));
+                return Some(Problem::GroupSpread(key));
             }
         }
         for (gid, term_key, self_selected) in &checks.affinity {
@@ -237,28 +277,22 @@ impl<'s> Scheduler<'s> {
                 continue;
             }
             let Some(value) = value else {
-                return Some(format!("pod affinity needs a node labelled {key}"));
+                return Some(Problem::AffinityNeedsLabel(key));
             };
             let here = topo.counts[*gid].get(value).copied().unwrap_or(0);
             if here == 0 && !(topo.totals[*gid] == 0 && *self_selected) {
-                return Some(format!(
-                    "pod affinity on {key}: no matching pod in that domain"
-                ));
+                return Some(Problem::AffinityNoMatch(key));
             }
         }
         if let Some(value) = value {
             for (gid, term_key) in &checks.anti {
                 if term_key == key && topo.counts[*gid].get(value).copied().unwrap_or(0) > 0 {
-                    return Some(format!(
-                        "pod anti-affinity on {key}: a matching pod is already there"
-                    ));
+                    return Some(Problem::Anti(key));
                 }
             }
             for (gid, term_key) in &checks.symmetric_anti {
                 if term_key == key && topo.anti_owners[gid].get(value).copied().unwrap_or(0) > 0 {
-                    return Some(format!(
-                        "anti-affinity of a pod already on {key}={value} excludes it"
-                    ));
+                    return Some(Problem::Excluded(key, value));
                 }
             }
         }
@@ -320,7 +354,8 @@ impl<'s> Scheduler<'s> {
         t.placed.push(pod_id);
         let labels = t.node.labels.clone();
         let domain = move |key: &str| lookup(&labels, key).cloned();
-        self.topology.record(pod_id, &self.pods[pod_id], &domain, 1);
+        self.topology
+            .record(pod_id, &self.pods[pod_id], &domain, 1, false);
     }
 
     fn holds(&self, claim: &Claim, checks: &Checks, merged: &Reqs, flavor: &Flavor) -> bool {
@@ -438,6 +473,7 @@ impl<'s> Scheduler<'s> {
                 let first = options.first().cloned().flatten();
                 return Err(self
                     .domain_problem(checks, key, first.as_deref())
+                    .map(|p| p.to_string())
                     .unwrap_or_else(|| format!("no domain for {key}")));
             }
             if key == HOSTNAME || (passing.len() == 1 && passing[0].is_none()) || merged.pinned(key)
@@ -503,15 +539,25 @@ impl<'s> Scheduler<'s> {
         let claim = &mut self.claims[claim_at];
         self.pools[claim.view].charge(Some(&flavors[0]), replacing.as_deref());
         claim.requirements = requirements;
+        // Flavors only drop out, so the bound taken when the claim opened stays an upper bound.
         claim.flavors = flavors;
-        claim.refresh_bound();
         let pod = &self.pods[pod_id];
         res::add_into(&mut claim.used, &pod.requests, 1);
         claim.pods.push(pod_id);
         claim.ports.extend(pod.host_ports.iter().cloned());
         let claim = &self.claims[claim_at];
         let domain = |key: &str| claim.domain(key);
-        self.topology.record(pod_id, &self.pods[pod_id], &domain, 1);
+        self.topology
+            .record(pod_id, &self.pods[pod_id], &domain, 1, true);
+    }
+
+    /// Whether the pod's hostname anti-affinity already rules out every claim (each holds a pod it
+    /// must not share a node with): then scanning the claims cannot succeed.
+    fn every_claim_excludes(&self, checks: &Checks) -> bool {
+        let claims = self.claims.len() as i64;
+        checks.anti.iter().any(|(gid, key)| {
+            key == HOSTNAME && self.topology.claims_holding.get(gid).copied().unwrap_or(0) == claims
+        })
     }
 
     /// A cheap necessary condition for `evaluate` to succeed on a claim already holding pods: room
@@ -585,6 +631,16 @@ impl<'s> Scheduler<'s> {
         Ok(at)
     }
 
+    /// Where the claim with this index sits: claims stay sorted by index (new ones get the next index,
+    /// the cost pass puts claims back in order).
+    pub fn position(&self, index: usize) -> Option<usize> {
+        self.claims.binary_search_by_key(&index, |c| c.index).ok()
+    }
+
+    pub fn claim(&self, index: usize) -> Option<&Claim> {
+        self.position(index).map(|at| &self.claims[at])
+    }
+
     // -- the greedy pass ----------------------------------------------------------------------------
 
     fn place(&mut self, checks: &Checks) -> Result<(), String> {
@@ -594,9 +650,11 @@ impl<'s> Scheduler<'s> {
                 return Ok(());
             }
         }
-        for c in 0..self.claims.len() {
-            if self.try_claim(c, checks).is_ok() {
-                return Ok(());
+        if !self.every_claim_excludes(checks) {
+            for c in 0..self.claims.len() {
+                if self.try_claim(c, checks).is_ok() {
+                    return Ok(());
+                }
             }
         }
         if self.pools.is_empty() {
@@ -635,9 +693,9 @@ impl<'s> Scheduler<'s> {
     pub fn schedule(&mut self) -> HashMap<usize, String> {
         let mut pending = self.pending.clone();
         pending.sort_by_cached_key(|&p| pod_order(&self.pods[p]));
-        let mut failures = HashMap::new();
+        let mut failures = HashMap::default();
         while !pending.is_empty() {
-            failures = HashMap::new();
+            failures = HashMap::default();
             let mut retry = Vec::new();
             for &pod_id in &pending {
                 if let Err(reason) = self.place_with_relaxation(pod_id) {

@@ -1,7 +1,7 @@
 //! The cost pass (twin of `improve.py`): re-pack one or two claims into new claims held to one flavor,
 //! keeping a move only when it is strictly cheaper; bounded by a count of pod placements.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 use super::greedy::{pod_order, Checks, Scheduler};
@@ -35,7 +35,7 @@ fn python_floordiv(a: f64, b: f64) -> f64 {
 pub fn improve(s: &mut Scheduler) {
     let mut budget = PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS;
     let pinned = pinned_groups(s);
-    let mut cache = ChecksCache::new();
+    let mut cache = ChecksCache::default();
     let mut improved = true;
     while improved && budget > 0 {
         improved = false;
@@ -55,7 +55,7 @@ pub fn improve(s: &mut Scheduler) {
         }
         let mut ordered: Vec<(String, f64, usize)> = movable
             .iter()
-            .filter_map(|&i| s.claims.iter().find(|c| c.index == i))
+            .filter_map(|&i| s.claim(i))
             .map(|c| (c.pool_name.clone(), -c.price(), c.index))
             .collect();
         // Claims repacked away above are no longer there; Python sorts the stale objects, whose prices
@@ -95,14 +95,12 @@ fn stale_prices(s: &Scheduler, stale: &[usize]) -> Vec<(String, f64, usize)> {
 }
 
 fn present(s: &Scheduler, indexes: &[usize]) -> bool {
-    indexes
-        .iter()
-        .all(|i| s.claims.iter().any(|c| c.index == *i))
+    indexes.iter().all(|i| s.position(*i).is_some())
 }
 
 fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
     let topo = &s.topology;
-    let mut pinned = HashSet::new();
+    let mut pinned = HashSet::default();
     for pod in &s.pods {
         for t in &pod.affinity {
             pinned.insert(topo.id_of(&term_group(t)));
@@ -152,7 +150,7 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
             .min()
             .unwrap_or(pods.len() as i64)
             .min(pods.len() as i64);
-        let price = flavor.price(&view.base);
+        let price = flavor.base_price;
         (
             if fit > 0 {
                 price / fit as f64
@@ -195,15 +193,11 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
 fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Claim> {
     let mut taken = Vec::new();
     for index in indexes {
-        let at = s
-            .claims
-            .iter()
-            .position(|c| c.index == *index)
-            .expect("claim present");
+        let at = s.position(*index).expect("claim present");
         let claim = s.claims.remove(at);
         for &pod in &claim.pods {
             let domain = |key: &str| claim.domain(key);
-            s.topology.record(pod, &s.pods[pod], &domain, -1);
+            s.topology.record(pod, &s.pods[pod], &domain, -1, true);
         }
         s.pools[claim.view].charge(None, Some(claim.chosen()));
         taken.push(claim);
@@ -216,7 +210,7 @@ fn put_back(s: &mut Scheduler, claims: Vec<Claim>) {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {
             let domain = |key: &str| claim.domain(key);
-            s.topology.record(pod, &s.pods[pod], &domain, 1);
+            s.topology.record(pod, &s.pods[pod], &domain, 1, true);
         }
         s.claims.push(claim);
     }
@@ -252,11 +246,7 @@ fn replace(
         };
         let mut placed = false;
         for &index in &created {
-            let at = s
-                .claims
-                .iter()
-                .position(|c| c.index == index)
-                .expect("created claim");
+            let at = s.position(index).expect("created claim");
             if s.try_claim(at, &checks).is_ok() {
                 placed = true;
                 break;
@@ -290,7 +280,7 @@ fn replace(
 fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64, cache: &mut ChecksCache) -> bool {
     let claims: Vec<&Claim> = indexes
         .iter()
-        .map(|i| s.claims.iter().find(|c| c.index == *i).expect("present"))
+        .map(|i| s.claim(*i).expect("present"))
         .collect();
     let before: f64 = claims.iter().fold(0.0, |acc, c| acc + c.price());
     let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
@@ -307,14 +297,9 @@ fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64, cache: &mut Ch
         let Some(created) = replace(s, &pods, restrict.as_deref(), budget, cache) else {
             continue;
         };
-        let cost = created.iter().fold(0.0, |acc, i| {
-            acc + s
-                .claims
-                .iter()
-                .find(|c| c.index == *i)
-                .expect("created")
-                .price()
-        });
+        let cost = created
+            .iter()
+            .fold(0.0, |acc, i| acc + s.claim(*i).expect("created").price());
         let gone = take_off(s, &created);
         drop(gone);
         if cost < before - SAVING && best.as_ref().is_none_or(|b| cost < b.0) {

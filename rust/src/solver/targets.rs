@@ -17,6 +17,8 @@ pub const OFFERING_KEYS: [&str; 2] = [ZONE, CAPACITY_TYPE];
 pub struct Flavor {
     pub it: InstanceType,
     pub net: Res,
+    /// Price under the pool's own requirements, which never change during a solve.
+    pub base_price: f64,
 }
 
 impl Flavor {
@@ -163,11 +165,13 @@ impl PoolView {
             }
             let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
             let overhead = daemonset_overhead(daemonsets, &node_labels, &taints);
-            let flavor = Flavor {
+            let mut flavor = Flavor {
                 it: it.clone(),
                 net: res::subtract(&it.allocatable, &overhead),
+                base_price: 0.0,
             };
             if flavor.compatible(&base) {
+                flavor.base_price = flavor.price(&base);
                 flavors.push(Rc::new(flavor));
             }
         }

@@ -173,7 +173,7 @@ pub fn spread_universe(
 pub fn min_count(
     constraint: &TopologySpreadConstraint,
     universe: &BTreeSet<String>,
-    counts: &std::collections::HashMap<String, i64>,
+    counts: &rustc_hash::FxHashMap<String, i64>,
 ) -> i64 {
     if constraint.topology_key == HOSTNAME
         || universe.is_empty()
