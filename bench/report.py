@@ -62,6 +62,12 @@ def _guide(machine: Mapping[str, Any], engines: Sequence[str], workloads: Sequen
             "",
             f"Engine sources had uncommitted changes: {', '.join(f'`{p}`' for p in machine['dirty'])}.",
         ]
+    if machine.get("kept_rows"):
+        lines += [
+            "",
+            f"Merged run (`--merge`): {machine['kept_rows']} rows kept from the run of {machine['merged_from']}, "
+            "the rest measured now.",
+        ]
     if machine.get("core_changed"):
         lines += [
             "",
@@ -90,8 +96,9 @@ def _table(workload: Workload, bound: Mapping[str, Any], rows: Sequence[Mapping[
     lines = [
         f"### {workload.name}",
         "",
-        f"{workload.pods:,} pods, {workload.description}. Bound: LP {_num(bound['lp'], '.2f')}{integer}"
-        f"{optimal if integer else ''}; at least {bound['min_nodes']} nodes.",
+        f"{workload.pods:,} pod{'s' if workload.pods != 1 else ''}, {workload.description}. Bound: LP "
+        f"{_num(bound['lp'], '.2f')}{integer}{optimal if integer else ''}"
+        + (f"; at least {bound['min_nodes']} nodes." if bound["min_nodes"] else "."),
         "",
         "| engine | nodes | unsched | $/h | cost/bound | cpu used | mem used | median s | runs | valid |",
         "|---|---|---|---|---|---|---|---|---|---|",

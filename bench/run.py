@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=HERE, help="where to write the report and plots")
     parser.add_argument(
+        "--merge", action="store_true", help="keep OUT/results.json rows this run does not measure again"
+    )
+    parser.add_argument(
         "--render-only", action="store_true", help="rewrite the report and plots from OUT/results.json"
     )
     args = parser.parse_args(argv)
@@ -106,8 +109,25 @@ def main(argv: list[str] | None = None) -> int:
     bounds, results = _measure_all(workloads, engines, repeat)
     described = machine.describe(sys.argv[1:] if argv is None else argv)
     described["core_changed"] = described["core"] != core_before
-    _write(args.out, {"machine": described, "engines": engines, "bounds": bounds, "results": results})
+    payload = {"machine": described, "engines": engines, "bounds": bounds, "results": results}
+    previous = args.out / "results.json"
+    if args.merge and previous.is_file():
+        payload = _merged(json.loads(previous.read_text()), payload)
+    _write(args.out, payload)
     return 0
+
+
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The new rows over the old ones, keyed by (workload, engine); the machine notes what was kept."""
+    fresh = {(r["workload"], r["engine"]) for r in new["results"]}
+    kept = [r for r in old["results"] if (r["workload"], r["engine"]) not in fresh]
+    order = [*old["bounds"], *(w for w in new["bounds"] if w not in old["bounds"])]
+    bounds = {w: new["bounds"].get(w, old["bounds"].get(w)) for w in order}
+    rank = {w: i for i, w in enumerate(order)}
+    results = sorted([*kept, *new["results"]], key=lambda r: rank[r["workload"]])
+    machine_info = {**new["machine"], "merged_from": old["machine"].get("date"), "kept_rows": len(kept)}
+    engines = sorted({*old["engines"], *new["engines"]})
+    return {"machine": machine_info, "engines": engines, "bounds": bounds, "results": results}
 
 
 if __name__ == "__main__":
