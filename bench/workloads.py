@@ -2,7 +2,10 @@
 
 Families:
 - `mix`: Karpenter's scheduling benchmark mix (1/5 each: generic, zone spread, hostname spread, zone
-  self-affinity, hostname anti-affinity) against the fake 400-flavor catalog.
+  self-affinity, hostname anti-affinity) against the fake 400-flavor catalog. Unlike Karpenter's test,
+  which draws a pod's label and its selector independently and gives generic pods the spread label too,
+  each spread or affinity pod here belongs to the group its own selector names, one label key per kind,
+  so every constraint binds on the pods it names.
 - `generic`: the same pods' sizes, no constraints at all.
 - `prefs`: preferences only (preferred zone affinity, unmeetable preferred zone anti-affinity, preferred
   hostname anti-affinity), which the engines must try hard and then relax.
