@@ -4,7 +4,8 @@ A move takes one or two claims off the plan, places their pods again on new clai
 flavor (falling back to any flavor), and keeps the result when it costs strictly less. One claim re-packed
 into several smaller ones is the M -> N split Karpenter never makes; two claims re-packed is how a
 greedy tail (three big nodes and a nearly empty one) turns into a cheaper mix. The work is bounded by a
-count of pod placements, not by a clock, so the result does not depend on the machine's speed.
+count of pod placements (ten per pending pod, at most 20,000), not by a clock, so the result does not
+depend on the machine's speed, and large plans still finish fast.
 
 Claims holding pods that another pod's affinity or zone-level spread depends on are left alone: moving
 them could break a constraint of a pod that is not being moved.
@@ -21,6 +22,7 @@ from kapstan.scheduling.topology import term_group
 
 PLACEMENTS_PER_POD = 10
 BASE_PLACEMENTS = 2000
+MAX_PLACEMENTS = 20_000
 ALL_PAIRS_UP_TO = 40
 PAIR_WINDOW = 8
 FLAVORS_PER_MOVE = 4
@@ -36,7 +38,7 @@ class Budget:
 
 
 def improve(scheduler: Scheduler) -> None:
-    budget = Budget(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS)
+    budget = Budget(min(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS, MAX_PLACEMENTS))
     pinned = _pinned_groups(scheduler)
     improved = True
     while improved and budget.left > 0:

@@ -12,6 +12,7 @@ use super::topology::term_group;
 
 const PLACEMENTS_PER_POD: i64 = 10;
 const BASE_PLACEMENTS: i64 = 2000;
+const MAX_PLACEMENTS: i64 = 20_000;
 const ALL_PAIRS_UP_TO: usize = 40;
 const PAIR_WINDOW: usize = 8;
 const FLAVORS_PER_MOVE: usize = 4;
@@ -33,7 +34,8 @@ fn python_floordiv(a: f64, b: f64) -> f64 {
 }
 
 pub fn improve(s: &mut Scheduler) {
-    let mut budget = PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS;
+    let mut budget =
+        (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS);
     let pinned = pinned_groups(s);
     let mut cache = ChecksCache::default();
     let mut improved = true;
