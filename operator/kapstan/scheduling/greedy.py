@@ -1,7 +1,7 @@
 """The greedy placement both engines start from.
 
-Pods are placed biggest first on existing nodes, then on claims already opened, then on a new claim from
-the heaviest NodePool that can take them; a pod that fits nowhere has its preferences relaxed one at a
+Pods are placed, in a fixed shuffled order (`placement_order`), on existing nodes, then on claims already
+opened, then on a new claim from the heaviest NodePool that can take them; a pod that fits nowhere has its preferences relaxed one at a
 time (preferences.py). Pods that still fail are retried while the previous round placed something (an
 affinity target may have arrived since). Then improve.py re-packs claims for cost. Everything is
 deterministic: no clocks in decisions, no hash-order iteration, ties broken by name.
@@ -9,6 +9,7 @@ deterministic: no clocks in decisions, no hash-order iteration, ties broken by n
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from kapstan.scheduling import requirements as reqs
@@ -31,8 +32,15 @@ from kapstan.scheduling.targets import OFFERING_KEYS, Claim, ExistingTarget, Fla
 from kapstan.scheduling.topology import spread_group, term_group, untolerated
 
 
-def pod_order(pod: Pod) -> tuple[int, int, str]:
-    """Biggest first (cpu, then memory), then by name: the order both engines place pods in."""
+def placement_order(pod: Pod) -> tuple[int, str]:
+    """The order the greedy pass takes pods in: a fixed shuffle (CRC-32 of the pod's key), the same in
+    both engines. Biggest-first, Karpenter's order, puts same-shaped pods on the same nodes and leaves one
+    resource idle on each: 18-44% above the lower bound on the generic benchmark, against 1-2% shuffled."""
+    return (zlib.crc32(pod.key.encode()), pod.key)
+
+
+def biggest_first(pod: Pod) -> tuple[int, int, str]:
+    """Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors."""
     return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.key)
 
 
@@ -352,7 +360,7 @@ class Scheduler:
 
     def schedule(self) -> dict[str, str]:
         """Place every pending pod it can; returns the reasons of those it cannot."""
-        pending = sorted(self.snapshot.pods, key=pod_order)
+        pending = sorted(self.snapshot.pods, key=placement_order)
         failures: dict[str, str] = {}
         while pending:
             failures = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kapstan.scheduling.greedy import Scheduler, pod_order
+from kapstan.scheduling.greedy import Scheduler, biggest_first
 from kapstan.scheduling.model import HOSTNAME, Pod
 from kapstan.scheduling.targets import Claim, Flavor
 from kapstan.scheduling.topology import term_group
@@ -123,7 +123,7 @@ def _replace(
     """Place the pods on new claims only, held to `restrict` where it fits; None (and nothing left
     behind) when some pod cannot be placed."""
     created: list[Claim] = []
-    for pod in sorted(pods, key=pod_order):
+    for pod in sorted(pods, key=biggest_first):
         budget.spend(1)
         checks = scheduler.checks(pod, scheduler.placed_prefs[pod.key])
         if any(scheduler.try_claim(claim, checks) is None for claim in created):

@@ -1,4 +1,4 @@
-//! The greedy placement (twin of `greedy.py`): biggest pods first onto existing nodes, open claims, then
+//! The greedy placement (twin of `greedy.py`): pods in a fixed shuffled order onto existing nodes, open claims, then
 //! a new claim from the heaviest NodePool; preferences relaxed one at a time; failed pods retried while
 //! a round places something.
 
@@ -81,7 +81,14 @@ pub struct Addition {
     replacing: Option<Rc<Flavor>>,
 }
 
-pub fn pod_order(pod: &Pod) -> (i64, i64, String) {
+/// The order the greedy pass takes pods in: a fixed shuffle (CRC-32 of the pod's key), as in Python.
+pub fn placement_order(pod: &Pod) -> (u32, String) {
+    let key = pod.key();
+    (crc32fast::hash(key.as_bytes()), key)
+}
+
+/// Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors.
+pub fn biggest_first(pod: &Pod) -> (i64, i64, String) {
     (
         -res::get(&pod.requests, CPU),
         -res::get(&pod.requests, MEMORY),
@@ -692,7 +699,7 @@ impl<'s> Scheduler<'s> {
 
     pub fn schedule(&mut self) -> HashMap<usize, String> {
         let mut pending = self.pending.clone();
-        pending.sort_by_cached_key(|&p| pod_order(&self.pods[p]));
+        pending.sort_by_cached_key(|&p| placement_order(&self.pods[p]));
         let mut failures = HashMap::default();
         while !pending.is_empty() {
             failures = HashMap::default();

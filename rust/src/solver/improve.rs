@@ -4,7 +4,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
-use super::greedy::{pod_order, Checks, Scheduler};
+use super::greedy::{biggest_first, Checks, Scheduler};
 use super::model::HOSTNAME;
 use super::resources as res;
 use super::targets::Claim;
@@ -233,7 +233,7 @@ fn replace(
     cache: &mut ChecksCache,
 ) -> Option<Vec<usize>> {
     let mut order = pods.to_vec();
-    order.sort_by_cached_key(|&p| pod_order(&s.pods[p]));
+    order.sort_by_cached_key(|&p| biggest_first(&s.pods[p]));
     let mut created: Vec<usize> = Vec::new();
     for pod in order {
         *budget -= 1;
