@@ -1,7 +1,6 @@
-"""Builders for the objects the sandbox tests write, with overrides, and a polling helper.
+"""kr8s classes for the Cluster API kinds, creating ``kapstan.local.manifests`` objects, and polling.
 
-The manifests are plain v1beta2 Cluster API objects plus our test provider's kinds, so they read like
-what a user would apply to a real management cluster.
+The manifests themselves come from ``kapstan.local.manifests``, shared with the demo and e2e tests.
 """
 
 from __future__ import annotations
@@ -13,11 +12,7 @@ from typing import Any, TypeVar
 import kr8s
 from kr8s.objects import APIObject, new_class
 
-CAPI = "cluster.x-k8s.io/v1beta2"
-INFRA = "infrastructure.kapstan.dev/v1alpha1"
-CP = "controlplane.kapstan.dev/v1alpha1"
-BOOTSTRAP = "bootstrap.cluster.x-k8s.io/v1beta2"
-VERSION = "v1.36.3"
+from kapstan.local.manifests import BOOTSTRAP, CAPI, CONTROL_PLANE, INFRA
 
 Cluster = new_class("Cluster", CAPI)
 ClusterClass = new_class("ClusterClass", CAPI, plural="clusterclasses")
@@ -29,8 +24,8 @@ ClusterResourceSet = new_class("ClusterResourceSet", "addons.cluster.x-k8s.io/v1
 TestCluster = new_class("TestCluster", INFRA)
 TestClusterTemplate = new_class("TestClusterTemplate", INFRA)
 TestMachineTemplate = new_class("TestMachineTemplate", INFRA)
-TestControlPlane = new_class("TestControlPlane", CP)
-TestControlPlaneTemplate = new_class("TestControlPlaneTemplate", CP)
+TestControlPlane = new_class("TestControlPlane", CONTROL_PLANE)
+TestControlPlaneTemplate = new_class("TestControlPlaneTemplate", CONTROL_PLANE)
 # Our provider's kinds start with "Test": tell pytest they are not test classes.
 for _cls in (
     TestCluster,
@@ -40,6 +35,22 @@ for _cls in (
     TestControlPlaneTemplate,
 ):
     _cls.__test__ = False  # type: ignore[attr-defined]
+
+_CLASSES: dict[str, type[APIObject]] = {
+    c.kind: c
+    for c in (
+        Cluster,
+        ClusterClass,
+        MachineDeployment,
+        KubeadmConfigTemplate,
+        ClusterResourceSet,
+        TestCluster,
+        TestClusterTemplate,
+        TestMachineTemplate,
+        TestControlPlane,
+        TestControlPlaneTemplate,
+    )
+}
 
 T = TypeVar("T")
 
@@ -67,73 +78,10 @@ def get(api: kr8s.Api, kind: str | type[APIObject], *names: str, **kwargs: Any) 
     return list(api.get(kind, *names, **kwargs))
 
 
-def flavor_template(name: str, ns: str, instance_type: str = "c3-8", **spec: Any) -> dict[str, Any]:
-    machine = {
-        "instanceType": instance_type,
-        "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-        "labels": {"kapstan.io/test-flavor": instance_type},
-        **spec,
-    }
-    return {"metadata": {"name": name, "namespace": ns}, "spec": {"template": {"spec": machine}}}
-
-
-def kubeadm_template(name: str, ns: str, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    node_registration: dict[str, Any] = {"taints": taints or []}
-    return {
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"template": {"spec": {"joinConfiguration": {"nodeRegistration": node_registration}}}},
-    }
-
-
-def standalone_cluster(api: kr8s.Api, ns: str, name: str) -> None:
-    """A Cluster with our test infrastructure and an (externally managed) test control plane."""
-    create(api, TestCluster, {"metadata": {"name": name, "namespace": ns}, "spec": {}})
-    create(api, TestControlPlane, {"metadata": {"name": name, "namespace": ns}, "spec": {"version": VERSION}})
-    create(
-        api,
-        Cluster,
-        {
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {
-                "infrastructureRef": {"apiGroup": INFRA.split("/")[0], "kind": "TestCluster", "name": name},
-                "controlPlaneRef": {"apiGroup": CP.split("/")[0], "kind": "TestControlPlane", "name": name},
-            },
-        },
-    )
-
-
-def machine_deployment(
-    name: str, ns: str, cluster: str, bootstrap: str, infra: str, replicas: int = 0, **spec: Any
-) -> dict[str, Any]:
-    selector = {"cluster.x-k8s.io/cluster-name": cluster, "cluster.x-k8s.io/deployment-name": name}
-    return {
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "clusterName": cluster,
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(selector)},
-            "template": {
-                "metadata": {"labels": selector},
-                "spec": {
-                    "clusterName": cluster,
-                    "version": VERSION,
-                    "bootstrap": {
-                        "configRef": {
-                            "apiGroup": BOOTSTRAP.split("/")[0],
-                            "kind": "KubeadmConfigTemplate",
-                            "name": bootstrap,
-                        }
-                    },
-                    "infrastructureRef": {
-                        "apiGroup": INFRA.split("/")[0],
-                        "kind": "TestMachineTemplate",
-                        "name": infra,
-                    },
-                },
-            },
-            **spec,
-        },
-    }
+def apply(api: kr8s.Api, manifests: list[dict[str, Any]] | dict[str, Any]) -> list[Any]:
+    """Create each manifest (from ``kapstan.local.manifests``) with the kr8s class of its kind."""
+    docs = manifests if isinstance(manifests, list) else [manifests]
+    return [create(api, _CLASSES[d["kind"]], d) for d in docs]
 
 
 def namespace(api: kr8s.Api, name: str) -> str:

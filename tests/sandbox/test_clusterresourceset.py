@@ -7,9 +7,10 @@ from typing import Any
 import kr8s
 import yaml
 from kr8s.objects import ConfigMap, Secret
-from sandbox_helpers import ClusterResourceSet, create, get, namespace, standalone_cluster, wait_for
+from sandbox_helpers import ClusterResourceSet, apply, create, get, namespace, wait_for
 
 from kapstan.local import Sandbox
+from kapstan.local.manifests import standalone_cluster
 
 
 def _payload(name: str, value: str) -> str:
@@ -34,7 +35,7 @@ def test_crs_applies_configmap_and_secret_resources_in_the_workload_cluster(
     mgmt = kr8s.api(kubeconfig=str(two_cluster_sandbox.management_kubeconfig))
     workload = kr8s.api(kubeconfig=str(two_cluster_sandbox.workload_kubeconfig))
     ns = namespace(mgmt, "crs")
-    standalone_cluster(mgmt, ns, "crs")
+    apply(mgmt, standalone_cluster("crs", ns))
     mgmt_cluster = next(iter(get(mgmt, "clusters.cluster.x-k8s.io", "crs", namespace=ns)))
     mgmt_cluster.patch({"metadata": {"labels": {"addons": "yes"}}})
 

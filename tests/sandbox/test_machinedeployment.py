@@ -10,22 +10,10 @@ from typing import Any
 
 import kr8s
 from kr8s.objects import Node
-from sandbox_helpers import (
-    KubeadmConfigTemplate,
-    Machine,
-    MachineDeployment,
-    TestMachineTemplate,
-    create,
-    flavor_template,
-    get,
-    kubeadm_template,
-    machine_deployment,
-    namespace,
-    standalone_cluster,
-    wait_for,
-)
+from sandbox_helpers import Machine, apply, get, namespace, wait_for
 
 from kapstan.local import Sandbox
+from kapstan.local import manifests as m
 
 TAINTS = [
     {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
@@ -54,10 +42,12 @@ def test_scale_md_through_subresource_and_delete_the_annotated_machine(sandbox: 
     mgmt = kr8s.api(kubeconfig=str(sandbox.management_kubeconfig))
     workload = kr8s.api(kubeconfig=str(sandbox.workload_kubeconfig))
     ns = namespace(mgmt, "md-scale")
-    standalone_cluster(mgmt, ns, "md-scale")
-    create(mgmt, TestMachineTemplate, flavor_template("c3-8", ns, bootDelaySeconds=1))
-    create(mgmt, KubeadmConfigTemplate, kubeadm_template("workers", ns, taints=TAINTS))
-    md = create(mgmt, MachineDeployment, machine_deployment("pool", ns, "md-scale", "workers", "c3-8"))
+    apply(mgmt, m.standalone_cluster("md-scale", ns))
+    apply(
+        mgmt, m.flavor_template("c3-8", ns, labels={"kapstan.io/test-flavor": "c3-8"}, boot_delay_seconds=1)
+    )
+    apply(mgmt, m.kubeadm_config_template("workers", ns, taints=TAINTS))
+    (md,) = apply(mgmt, m.machine_deployment("pool", ns, "md-scale", "workers", "c3-8"))
 
     md.patch({"spec": {"replicas": 2}}, subresource="scale")
 

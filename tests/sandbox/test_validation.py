@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import kr8s
 import pytest
-from sandbox_helpers import MachineDeployment, TestMachineTemplate, machine_deployment, namespace
+from sandbox_helpers import MachineDeployment, TestMachineTemplate, namespace
 
 from kapstan.local import Sandbox
+from kapstan.local.manifests import machine_deployment
 
 
 def test_machinedeployment_with_misspelled_required_field_is_rejected(sandbox: Sandbox) -> None:
