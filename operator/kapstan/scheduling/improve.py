@@ -78,14 +78,16 @@ def _moves(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
 def _candidate_flavors(claims: tuple[Claim, ...], pods: list[Pod]) -> list[str | None]:
     """Flavors worth forcing the pods into: the ones in use, then those cheapest per pod of this mix."""
     chosen = [c.chosen.name for c in claims]
-    average = {key: sum(p.requests.get(key, 0) for p in pods) / len(pods) for key in pods[0].requests}
+    count = len(pods)
+    totals = {key: sum(p.requests.get(key, 0) for p in pods) for key in pods[0].requests}
 
     def per_pod(flavor: Flavor) -> tuple[float, float, str]:
+        # How many average pods of this mix the flavor holds, in exact integers: net // (total / count).
         fit = min(
-            (int(flavor.net.get(key, 0) // value) for key, value in average.items() if value > 0),
-            default=len(pods),
+            (flavor.net.get(key, 0) * count // total for key, total in totals.items() if total > 0),
+            default=count,
         )
-        fit = min(fit, len(pods))
+        fit = min(fit, count)
         price = flavor.price(claims[0].view.base)
         return (price / fit if fit > 0 else float("inf"), price, flavor.name)
 

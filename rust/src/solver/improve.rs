@@ -18,21 +18,6 @@ const PAIR_WINDOW: usize = 8;
 const FLAVORS_PER_MOVE: usize = 4;
 const SAVING: f64 = 1e-9;
 
-/// CPython's float floor division, so both engines estimate fits identically.
-fn python_floordiv(a: f64, b: f64) -> f64 {
-    let rem = a % b;
-    let mut div = (a - rem) / b;
-    if rem != 0.0 && ((b < 0.0) != (rem < 0.0)) {
-        div -= 1.0;
-    }
-    let floor = div.floor();
-    if div - floor > 0.5 {
-        floor + 1.0
-    } else {
-        floor
-    }
-}
-
 pub fn improve(s: &mut Scheduler) {
     let mut budget =
         (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS);
@@ -132,26 +117,28 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
         .map(|c| c.chosen().name().to_string())
         .collect();
     let first = &s.pods[pods[0]];
-    let average: Vec<(String, f64)> = first
+    let count = pods.len() as i128;
+    let totals: Vec<(&str, i128)> = first
         .requests
         .iter()
         .map(|(key, _)| {
-            let sum: i64 = pods
+            let total: i64 = pods
                 .iter()
                 .map(|&p| res::get(&s.pods[p].requests, key))
                 .sum();
-            (key.clone(), sum as f64 / pods.len() as f64)
+            (key.as_str(), total as i128)
         })
         .collect();
     let view = &s.pools[claims[0].view];
     let per_pod = |flavor: &super::targets::Flavor| -> (f64, f64) {
-        let fit = average
+        // How many average pods of this mix the flavor holds, in exact integers (as Python does).
+        let fit = totals
             .iter()
-            .filter(|(_, value)| *value > 0.0)
-            .map(|(key, value)| python_floordiv(res::get(&flavor.net, key) as f64, *value) as i64)
+            .filter(|(_, total)| *total > 0)
+            .map(|(key, total)| (res::get(&flavor.net, key) as i128 * count).div_euclid(*total))
             .min()
-            .unwrap_or(pods.len() as i64)
-            .min(pods.len() as i64);
+            .unwrap_or(count)
+            .min(count) as i64;
         let price = flavor.base_price;
         (
             if fit > 0 {
