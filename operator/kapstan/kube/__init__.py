@@ -1,0 +1,7 @@
+"""The only code in kapstan that talks to a Kubernetes API server (STYLE.md habit 3).
+
+kr8s gives us authentication and an HTTP session; what a controller needs on top of it is here: one client
+per cluster (``client``), caches kept current by list-then-watch (``informer``, ``store``), a work queue
+with per-key retries (``workqueue``), leader election on a Lease (``leader``), and one error type
+(``errors``). Time is injected (``clock``) so that backoffs and lease expiry are tested without sleeping.
+"""

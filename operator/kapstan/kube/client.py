@@ -1,0 +1,132 @@
+"""One API client per cluster, and the handful of raw requests the controllers make.
+
+kapstan talks to two clusters (management and workload), each through one kr8s async API object created
+once at start-up and shared by every informer and controller, so they share one connection pool. We use
+kr8s's raw ``call_api`` rather than its object classes: informers need the list's resourceVersion, the
+watch's bookmarks and ERROR events, and control over timeouts, which the object layer hides.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import kr8s.asyncio
+
+from kapstan.kube.errors import ApiError, translate
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where a kind lives in the API: ``Resource("coordination.k8s.io", "v1", "leases", "Lease")``."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+class Client:
+    """A cluster's API server; build one with ``await Client.connect(kubeconfig)`` and share it."""
+
+    def __init__(self, api: Any, *, request_timeout: float = 30.0) -> None:
+        self._api = api
+        self.request_timeout = request_timeout
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None, *, request_timeout: float = 30.0) -> Client:
+        """``kubeconfig=None`` means in-cluster (or ``$KUBECONFIG``), as kr8s resolves it."""
+        with translate(f"connecting to {kubeconfig or 'the in-cluster API server'}"):
+            api = await kr8s.asyncio.api(kubeconfig=kubeconfig)
+        return cls(api, request_timeout=request_timeout)
+
+    async def request(
+        self,
+        method: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        name: str = "",
+        params: dict[str, str] | None = None,
+        body: Object | None = None,
+    ) -> Object:
+        url = f"{resource.plural}/{name}" if name else resource.plural
+        what = f"{method} {resource.plural} {_display(namespace, name)}".rstrip()
+        with translate(what):
+            async with self._api.call_api(
+                method,
+                version=resource.api_version,
+                namespace=namespace if resource.namespaced else None,
+                url=url,
+                params=params,
+                content=json.dumps(body) if body is not None else None,
+                timeout=self.request_timeout,
+            ) as response:
+                result: Object = response.json()
+                return result
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        return await self.request("GET", resource, namespace=namespace, name=name)
+
+    async def create(self, resource: Resource, body: Object) -> Object:
+        namespace = body["metadata"].get("namespace")
+        return await self.request("POST", resource, namespace=namespace, body=body)
+
+    async def replace(self, resource: Resource, body: Object) -> Object:
+        """PUT ``body``; with ``metadata.resourceVersion`` set this is an optimistic-lock update (409)."""
+        meta = body["metadata"]
+        return await self.request(
+            "PUT", resource, namespace=meta.get("namespace"), name=meta["name"], body=body
+        )
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        return await self.request("DELETE", resource, namespace=namespace, name=name)
+
+    @asynccontextmanager
+    async def watch(
+        self, resource: Resource, *, namespace: str | None, params: dict[str, str], read_timeout: float
+    ) -> AsyncIterator[AsyncIterator[Object]]:
+        """Open a watch and yield its events (decoded JSON lines) until the server ends the stream."""
+        what = f"watching {resource.plural} {_display(namespace, '')}".rstrip()
+        timeout = httpx.Timeout(self.request_timeout, read=read_timeout)
+        with translate(what):
+            async with self._api.call_api(
+                "GET",
+                version=resource.api_version,
+                namespace=namespace if resource.namespaced else None,
+                url=resource.plural,
+                params={**params, "watch": "true"},
+                stream=True,
+                timeout=timeout,
+            ) as response:
+                yield _events(response, what)
+
+
+async def _events(response: httpx.Response, what: str) -> AsyncIterator[Object]:
+    async for line in response.aiter_lines():
+        if not line.strip():
+            continue
+        try:
+            event: Object = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ApiError(f"{what}: undecodable event {line[:200]!r}") from error
+        yield event
+
+
+def _display(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace and name else namespace or name

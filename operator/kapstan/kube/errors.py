@@ -1,0 +1,64 @@
+"""One error type for everything that can go wrong talking to an API server (STYLE.md habit 7).
+
+kr8s raises its own ``ServerError``, ``APITimeoutError`` and ``NotFoundError`` and lets httpx's transport
+errors through; callers should not need to know which. ``ApiError`` carries the HTTP status and the
+server's reason (``NotFound``, ``Conflict``, ``Expired``/``Gone``...) with the original error chained as
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import kr8s
+
+
+class ApiError(Exception):
+    """A request to the API server failed; ``status`` is 0 when no HTTP answer arrived."""
+
+    def __init__(self, message: str, *, status: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """Optimistic-lock failure or name taken: re-read and try again."""
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        """The resourceVersion asked for is older than the server keeps: list again."""
+        return self.status == 410
+
+
+def from_status(what: str, status: dict[str, Any]) -> ApiError:
+    """An ``ApiError`` from a ``Status`` object, as a watch stream sends in an ERROR event."""
+    code = int(status.get("code") or 0)
+    return ApiError(
+        f"{what}: {status.get('message', 'unknown error')}", status=code, reason=status.get("reason", "")
+    )
+
+
+@contextlib.contextmanager
+def translate(what: str) -> Iterator[None]:
+    """Re-raise kr8s and httpx errors raised inside the block as ``ApiError("<what>: ...")``."""
+    try:
+        yield
+    except kr8s.ServerError as error:
+        status: dict[str, Any] = error.status if isinstance(error.status, dict) else {}
+        code = error.response.status_code if error.response is not None else int(status.get("code") or 0)
+        raise ApiError(f"{what}: {error}", status=code, reason=status.get("reason", "")) from error
+    except kr8s.NotFoundError as error:
+        raise ApiError(f"{what}: {error}", status=404, reason="NotFound") from error
+    except httpx.HTTPStatusError as error:
+        raise ApiError(f"{what}: {error}", status=error.response.status_code) from error
+    except (kr8s.APITimeoutError, httpx.HTTPError) as error:
+        raise ApiError(f"{what}: {type(error).__name__}: {error}") from error

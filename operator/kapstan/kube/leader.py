@@ -1,0 +1,179 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, after client-go's ``leaderelection``.
+
+kapstan runs with more than one replica for availability, but two replicas scaling the same
+MachineDeployments would double every decision, so only the holder of the Lease runs controllers. The
+holder renews ``renewTime`` every ``retry_period``; the others try as often and take the Lease once
+``lease_duration`` has passed on *their own* clock since they last saw it change (so clock skew between
+replicas does not matter). A holder that cannot renew within ``renew_deadline`` stops leading before
+anyone else may take over, because ``renew_deadline < lease_duration``. Updates carry the Lease's
+resourceVersion, so of two candidates racing for an expired Lease exactly one wins (the other gets 409).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kapstan.kube.client import LEASES, Client, Object
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
+from kapstan.kube.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaderConfig:
+    """Seconds; Kubernetes components use 15/10/2 and so do we by default."""
+
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                f"leader election needs 0 < retry_period ({self.retry_period}) < renew_deadline "
+                f"({self.renew_deadline}) < lease_duration ({self.lease_duration})"
+            )
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        name: str,
+        identity: str,
+        config: LeaderConfig | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.config = config or LeaderConfig()
+        self._clock = clock
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self._renewed_at: float | None = None  # when we last held the Lease, by our clock
+
+    @property
+    def is_leader(self) -> bool:
+        return (
+            self._renewed_at is not None and self._clock.now() - self._renewed_at < self.config.renew_deadline
+        )
+
+    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+        """Wait to become leader, run ``lead()`` while leading, and return when leadership is lost.
+
+        ``lead`` is cancelled when renewal fails for ``renew_deadline``; when ``run`` itself is cancelled
+        (shutdown), ``lead`` is cancelled and the Lease is released so a successor need not wait for it to
+        expire.
+        """
+        while not await self.try_acquire_or_renew():
+            await self._clock.sleep(self.config.retry_period)
+        log.info("%s: %s is now the leader", self._what, self.identity)
+        task = asyncio.ensure_future(lead())
+        try:
+            while not task.done():
+                tick = asyncio.ensure_future(self._clock.sleep(self.config.retry_period))
+                await asyncio.wait([task, tick], return_when=asyncio.FIRST_COMPLETED)
+                tick.cancel()
+                if task.done():
+                    break
+                await self.try_acquire_or_renew()
+                if not self.is_leader:
+                    log.warning("%s: %s lost the lease", self._what, self.identity)
+                    break
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if self.is_leader:
+                await asyncio.shield(self.release())
+        if not task.cancelled():
+            task.result()  # re-raises what ``lead`` raised
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt; True if we hold the Lease afterwards. API errors count as a failed attempt."""
+        try:
+            return await self._attempt()
+        except ApiError as error:
+            log.warning("%s: %s", self._what, error)
+            return False
+
+    async def release(self) -> None:
+        """Give the Lease up now (holder emptied) if we hold it; errors are logged, not raised."""
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+            if lease.get("spec", {}).get("holderIdentity") != self.identity:
+                return
+            lease["spec"].update(holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time())
+            await self.client.replace(LEASES, lease)
+        except ApiError as error:
+            log.warning("%s: releasing: %s", self._what, error)
+        finally:
+            self._renewed_at = None
+
+    async def _attempt(self) -> bool:
+        now = self._clock.now()
+        try:
+            lease = await self.client.get(LEASES, self.name, self.namespace)
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            await self.client.create(LEASES, self._new_lease())
+            self._renewed_at = now
+            return True
+        spec = lease.setdefault("spec", {})
+        holder = spec.get("holderIdentity") or ""
+        observed = (holder, str(spec.get("renewTime", "")))
+        if observed != self._observed:
+            self._observed, self._observed_at = observed, now
+        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration)
+        if holder and holder != self.identity and now - self._observed_at < duration:
+            return False
+        stamp = _micro_time()
+        if holder != self.identity:
+            spec["acquireTime"] = stamp
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=round(self.config.lease_duration),
+            renewTime=stamp,
+        )
+        try:
+            await self.client.replace(LEASES, lease)
+        except ApiError as error:
+            if error.conflict:
+                return False  # someone else updated it first
+            raise
+        self._renewed_at = now
+        return True
+
+    def _new_lease(self) -> Object:
+        stamp = _micro_time()
+        return {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": round(self.config.lease_duration),
+                "acquireTime": stamp,
+                "renewTime": stamp,
+                "leaseTransitions": 0,
+            },
+        }
+
+    @property
+    def _what(self) -> str:
+        return f"lease {self.namespace}/{self.name}"
+
+
+def _micro_time() -> str:
+    """A ``MicroTime`` as the API server writes it."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
