@@ -19,6 +19,7 @@ from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import load_manifests
 from kapstan.cli_local import local_group
+from kapstan.cli_render import render_group
 from kapstan.scheduling.model import Plan
 from kapstan.snapshot import build_snapshot
 
@@ -81,3 +82,4 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 
 main.add_command(local_group, "local")
+main.add_command(render_group, "render")
