@@ -1,0 +1,144 @@
+"""Leader election decisions on a fake clock and an in-memory Lease: expiry is judged by the candidate's
+own observation time, the holder renews, and a racing update loses on the resourceVersion."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+from kapstan.kube.client import Resource
+from kapstan.kube.clock import FakeClock
+from kapstan.kube.errors import ApiError
+from kapstan.kube.leader import LeaderConfig, LeaderElector
+
+CONFIG = LeaderConfig(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
+
+
+class LeaseApi:
+    """One Lease with optimistic locking, as the API server keeps it."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if self.lease is None:
+            raise ApiError("GET leases: not found", status=404)
+        return copy.deepcopy(self.lease)
+
+    async def create(self, resource: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        if self.lease is not None:
+            raise ApiError("POST leases: already exists", status=409)
+        return self._store(body)
+
+    async def replace(self, resource: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        if body["metadata"].get("resourceVersion") != str(self.version):
+            raise ApiError("PUT leases: conflict", status=409)
+        return self._store(body)
+
+    def _store(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.version += 1
+        self.lease = copy.deepcopy(body)
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
+        return copy.deepcopy(self.lease)
+
+    @property
+    def holder(self) -> str:
+        return "" if self.lease is None else str(self.lease["spec"]["holderIdentity"])
+
+
+def electors(api: LeaseApi, clock: FakeClock, *names: str) -> list[LeaderElector]:
+    return [LeaderElector(api, "ns", "kapstan", n, CONFIG, clock=clock) for n in names]  # type: ignore[arg-type]
+
+
+def test_a_lease_is_taken_only_after_it_went_unrenewed_for_its_duration() -> None:
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        a, b = electors(api, clock, "a", "b")
+        assert await a.try_acquire_or_renew()
+        assert not await b.try_acquire_or_renew()  # b first sees a's lease now
+
+        clock.advance(10.0)
+        assert await a.try_acquire_or_renew()  # a renews: b's observation starts over
+        clock.advance(8.0)
+        assert not await b.try_acquire_or_renew()
+        assert a.is_leader
+
+        clock.advance(8.0)
+        assert not a.is_leader, "a must consider itself deposed after renew_deadline"
+        assert not await b.try_acquire_or_renew(), "b first saw the renewal 8 s ago, not 16"
+        clock.advance(8.0)
+        assert await b.try_acquire_or_renew()
+        assert api.holder == "b"
+        assert api.lease is not None and api.lease["spec"]["leaseTransitions"] == 1
+        assert not await a.try_acquire_or_renew()  # a now sees b's fresh lease
+
+    asyncio.run(scenario())
+
+
+def test_a_released_lease_is_free_at_once() -> None:
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        a, b = electors(api, clock, "a", "b")
+        assert await a.try_acquire_or_renew()
+        assert not await b.try_acquire_or_renew()
+        await a.release()
+        assert not a.is_leader
+        assert await b.try_acquire_or_renew()
+
+    asyncio.run(scenario())
+
+
+def test_of_two_racing_updates_one_wins() -> None:
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        a, b = electors(api, clock, "a", "b")
+        await api.create(
+            Resource("coordination.k8s.io", "v1", "leases", "Lease"),
+            {"metadata": {"name": "kapstan", "namespace": "ns"}, "spec": {"holderIdentity": ""}},
+        )
+        results = await asyncio.gather(a.try_acquire_or_renew(), b.try_acquire_or_renew())
+        assert sorted(results) == [False, True]
+        assert api.holder == ("a" if results[0] else "b")
+
+    asyncio.run(scenario())
+
+
+def test_run_leads_until_renewal_fails_then_returns() -> None:
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        (a,) = electors(api, clock, "a")
+        leading = asyncio.Event()
+        stopped = asyncio.Event()
+
+        async def lead() -> None:
+            leading.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopped.set()
+
+        task = asyncio.create_task(a.run(lead))
+        await asyncio.wait_for(leading.wait(), 1.0)
+        for _ in range(3):  # renewals keep it leading
+            await _settle()
+            clock.advance(CONFIG.retry_period)
+        assert not stopped.is_set()
+
+        async def unreachable(*_: Any, **__: Any) -> Any:
+            raise ApiError("PUT leases: connection refused")
+
+        api.replace = unreachable  # type: ignore[method-assign]
+        for _ in range(6):  # 12 s of failed renewals > renew_deadline
+            await _settle()
+            clock.advance(CONFIG.retry_period)
+        await asyncio.wait_for(task, 1.0)
+        assert stopped.is_set()
+
+    asyncio.run(scenario())
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
