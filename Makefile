@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest cargo-test setup clean
+.PHONY: demo test lint pytest cargo-test setup sandbox clean
 
 setup: $(STAMP)
 
@@ -26,11 +26,17 @@ lint: $(STAMP)
 	$(PY) -m mypy.stubtest kapstan._core
 	cargo fmt --all --check
 	cargo clippy --all-targets --quiet -- -D warnings
+	cd sandbox && test -z "$$(gofmt -l .)" && CGO_ENABLED=0 go vet -trimpath ./...
 
 cargo-test:
 	cargo test --quiet
 
-pytest: $(STAMP)
+# The sandbox binaries (kube-apiserver, scheduler, kwok, Cluster API) are built from Go modules once and
+# cached in ~/.cache/kapstan; building them here, not inside a pytest fixture, keeps the progress visible.
+sandbox: $(STAMP)
+	$(PY) -m kapstan.local.build
+
+pytest: $(STAMP) sandbox
 	$(PY) -m pytest -q
 
 clean:
