@@ -184,8 +184,9 @@ class Scheduler:
         target.placed.append(pod.key)
         self.topology.record(pod, target.domain)
 
-    def try_claim(self, claim: Claim, checks: Checks) -> str | None:
-        """Add the pod to the claim if it fits; otherwise say why. Mutates only on success.
+    def try_claim(self, claim: Claim, checks: Checks, keep_flavor: bool = False) -> str | None:
+        """Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor);
+        otherwise say why. Mutates only on success.
 
         `claim.flavors` is kept in price order and only its head is guaranteed valid: flavors before the
         first one that still fits can never fit again (pods only add up, requirements only narrow), so
@@ -240,6 +241,8 @@ class Scheduler:
                 return f"limits reached ({_limits_text(view)})"
             return "no flavor has room for it"
         flavors = flavors[head:]
+        if keep_flavor and flavors[0].name != claim.chosen.name:
+            return "it would need a bigger flavor"
         for req in merged.values():
             if (
                 req.min_values
@@ -327,17 +330,26 @@ class Scheduler:
 
     # -- the greedy pass --------------------------------------------------------------------------------
 
-    def place(self, checks: Checks, new_claims: bool = True) -> str | None:
-        """Place the pod on the first target that takes it; the reason it failed otherwise."""
+    def place(self, checks: Checks) -> str | None:
+        """Place the pod on the first target that takes it; the reason it failed otherwise.
+
+        Claims are scanned twice: first for one whose current flavor still has room (the pod costs
+        nothing there), then for one that can grow into a bigger flavor. Filling the spare room of small
+        nodes first is what keeps anti-affine pods' nodes from standing half empty."""
         for target in self.existing:
             if self.fits_existing(target, checks):
                 self.place_existing(target, checks.pod)
                 return None
+        requests = checks.pod.requests
+        for claim in self.claims:
+            if (
+                res.fits(claim.used, requests, claim.chosen.net)
+                and self.try_claim(claim, checks, True) is None
+            ):
+                return None
         for claim in self.claims:
             if self.try_claim(claim, checks) is None:
                 return None
-        if not new_claims:
-            return "no room on the nodes being re-packed"
         if not self.pools:
             return "no NodePool exists"
         reasons = []

@@ -577,11 +577,30 @@ impl<'s> Scheduler<'s> {
                     .is_none())
     }
 
-    pub fn try_claim(&mut self, claim_at: usize, checks: &Checks) -> Result<(), String> {
-        if !self.might_take(&self.claims[claim_at], checks) {
+    /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).
+    pub fn try_claim(
+        &mut self,
+        claim_at: usize,
+        checks: &Checks,
+        keep_flavor: bool,
+    ) -> Result<(), String> {
+        let claim = &self.claims[claim_at];
+        if keep_flavor
+            && !res::fits(
+                &claim.used,
+                &self.pods[checks.pod].requests,
+                &claim.chosen().net,
+            )
+        {
+            return Err("it would need a bigger flavor".into());
+        }
+        if !self.might_take(claim, checks) {
             return Err("no room".into());
         }
-        let addition = self.evaluate(&self.claims[claim_at], checks)?;
+        let addition = self.evaluate(claim, checks)?;
+        if keep_flavor && addition.flavors[0].name() != claim.chosen().name() {
+            return Err("it would need a bigger flavor".into());
+        }
         self.commit(claim_at, checks.pod, addition);
         Ok(())
     }
@@ -657,10 +676,14 @@ impl<'s> Scheduler<'s> {
                 return Ok(());
             }
         }
+        // Twice, as in Python: first where the pod costs nothing (the claim keeps its flavor), then
+        // where the claim may grow.
         if !self.every_claim_excludes(checks) {
-            for c in 0..self.claims.len() {
-                if self.try_claim(c, checks).is_ok() {
-                    return Ok(());
+            for keep_flavor in [true, false] {
+                for c in 0..self.claims.len() {
+                    if self.try_claim(c, checks, keep_flavor).is_ok() {
+                        return Ok(());
+                    }
                 }
             }
         }

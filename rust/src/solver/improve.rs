@@ -236,7 +236,7 @@ fn replace(
         let mut placed = false;
         for &index in &created {
             let at = s.position(index).expect("created claim");
-            if s.try_claim(at, &checks).is_ok() {
+            if s.try_claim(at, &checks, false).is_ok() {
                 placed = true;
                 break;
             }
