@@ -330,6 +330,20 @@ class Scheduler:
 
     # -- the greedy pass --------------------------------------------------------------------------------
 
+    def every_claim_excludes(self, checks: Checks) -> bool:
+        """Whether the pod's hostname anti-affinity already rules out every claim: then no scan."""
+        return any(
+            key == HOSTNAME and all(self.topology.counts[gid].get(c.hostname, 0) > 0 for c in self.claims)
+            for gid, key in checks.anti
+        )
+
+    def might_take(self, claim: Claim, checks: Checks) -> bool:
+        """A cheap necessary condition for `try_claim`: room under the claim's largest flavor, and no
+        hostname constraint already broken there."""
+        return res.fits(claim.used, checks.pod.requests, claim.max_net) and (
+            HOSTNAME not in checks.keys or self.domain_problem(checks, HOSTNAME, claim.hostname) is None
+        )
+
     def place(self, checks: Checks) -> str | None:
         """Place the pod on the first target that takes it; the reason it failed otherwise.
 
@@ -341,15 +355,16 @@ class Scheduler:
                 self.place_existing(target, checks.pod)
                 return None
         requests = checks.pod.requests
-        for claim in self.claims:
-            if (
-                res.fits(claim.used, requests, claim.chosen.net)
-                and self.try_claim(claim, checks, True) is None
-            ):
-                return None
-        for claim in self.claims:
-            if self.try_claim(claim, checks) is None:
-                return None
+        if not self.every_claim_excludes(checks):
+            for claim in self.claims:
+                if (
+                    res.fits(claim.used, requests, claim.chosen.net)
+                    and self.try_claim(claim, checks, True) is None
+                ):
+                    return None
+            for claim in self.claims:
+                if self.might_take(claim, checks) and self.try_claim(claim, checks) is None:
+                    return None
         if not self.pools:
             return "no NodePool exists"
         reasons = []

@@ -174,11 +174,15 @@ class Claim:
     used: dict[str, int] = field(default_factory=dict)
     pods: list[Pod] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
+    hostname: str = ""
+    max_net: dict[str, int] = field(default_factory=dict)
+    """Per resource, the most any flavor offered when the claim opened: flavors only drop out, so this
+    stays an upper bound, a cheap way to turn pods away."""
 
-    @property
-    def hostname(self) -> str:
+    def __post_init__(self) -> None:
         # A slash keeps it from ever equalling a real node name.
-        return f"{self.view.pool.name}/claim-{self.index}"
+        self.hostname = f"{self.view.pool.name}/claim-{self.index}"
+        self.max_net = res.maximum(f.net for f in self.flavors)
 
     @property
     def chosen(self) -> Flavor:
