@@ -44,7 +44,7 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 class Client:
     """A cluster's API server; build one with ``await Client.connect(kubeconfig)`` and share it."""
 
-    def __init__(self, api: Any, *, request_timeout: float = 30.0) -> None:
+    def __init__(self, api: kr8s.asyncio.Api, *, request_timeout: float = 30.0) -> None:
         self._api = api
         self.request_timeout = request_timeout
 
