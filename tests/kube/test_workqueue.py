@@ -68,10 +68,17 @@ def test_backoff_is_per_key() -> None:
     for _ in range(3):
         queue.add_rate_limited("slow")
     queue.add_rate_limited("fresh")
+    assert queue.retries("slow") == 3 and queue.retries("fresh") == 1
     clock.advance(1.0)
-    assert drain(queue) == ["slow", "fresh"]  # slow's first retry (1 s) was due too; its later ones wait
-    clock.advance(3.0)
-    assert drain(queue) == ["slow"]
+    # A key already waiting keeps its earliest due time, so slow's three retries are one reconcile.
+    assert drain(queue) == ["slow", "fresh"]
+    clock.advance(10.0)
+    assert drain(queue) == []
+    queue.add_rate_limited("slow")
+    clock.advance(7.9)
+    assert drain(queue) == []
+    clock.advance(0.1)
+    assert drain(queue) == ["slow"]  # its fourth failure waits 8 s
 
 
 async def until_sleeping(clock: FakeClock) -> None:

@@ -34,6 +34,7 @@ class WorkQueue(Generic[K]):
         self._dirty: set[K] = set()  # queued, or to be queued again when its worker is done
         self._processing: set[K] = set()
         self._waiting: list[tuple[float, int, K]] = []  # (due, tie-break, key), a heap
+        self._due: dict[K, float] = {}  # each waiting key's earliest due time; other heap entries are stale
         self._order = itertools.count()
         self._failures: dict[K, int] = {}
         self._changed = asyncio.Event()
@@ -55,9 +56,14 @@ class WorkQueue(Generic[K]):
         if delay <= 0:
             self.add(key)
             return
-        if not self._shut_down:
-            heapq.heappush(self._waiting, (self._clock.now() + delay, next(self._order), key))
-            self._changed.set()
+        due = self._clock.now() + delay
+        # As client-go does, a key already waiting keeps its earlier time: retries do not pile up.
+        earlier = self._due.get(key)
+        if self._shut_down or (earlier is not None and earlier <= due):
+            return
+        self._due[key] = due
+        heapq.heappush(self._waiting, (due, next(self._order), key))
+        self._changed.set()
 
     def add_rate_limited(self, key: K) -> None:
         failures = self._failures.get(key, 0)
@@ -116,5 +122,7 @@ class WorkQueue(Generic[K]):
     def _promote_due(self) -> None:
         now = self._clock.now()
         while self._waiting and self._waiting[0][0] <= now:
-            _, _, key = heapq.heappop(self._waiting)
-            self.add(key)
+            due, _, key = heapq.heappop(self._waiting)
+            if self._due.get(key) == due:
+                del self._due[key]
+                self.add(key)
