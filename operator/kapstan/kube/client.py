@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import kr8s.asyncio
@@ -36,6 +36,13 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+
+PatchType = Literal["merge", "json", "strategic"]
+PATCH_CONTENT_TYPES: dict[PatchType, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",  # built-in kinds only
+}
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
@@ -62,11 +69,14 @@ class Client:
         *,
         namespace: str | None = None,
         name: str = "",
+        subresource: str = "",
         params: dict[str, str] | None = None,
-        body: Object | None = None,
+        body: Object | list[Object] | None = None,
+        content_type: str = "application/json",
     ) -> Object:
-        url = f"{resource.plural}/{name}" if name else resource.plural
-        what = f"{method} {resource.plural} {_display(namespace, name)}".rstrip()
+        """One request; ``subresource`` is ``status``, ``scale``, ``eviction``... of object ``name``."""
+        url = "/".join(part for part in (resource.plural, name, subresource) if part)
+        what = " ".join(p for p in (method, resource.plural, _display(namespace, name), subresource) if p)
         with translate(what):
             async with self._api.call_api(
                 method,
@@ -75,6 +85,7 @@ class Client:
                 url=url,
                 params=params,
                 content=json.dumps(body) if body is not None else None,
+                headers={"Content-Type": content_type},
                 timeout=self.request_timeout,
             ) as response:
                 result: Object = response.json()
@@ -92,6 +103,27 @@ class Client:
         meta = body["metadata"]
         return await self.request(
             "PUT", resource, namespace=meta.get("namespace"), name=meta["name"], body=body
+        )
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Object | list[Object],
+        *,
+        namespace: str | None = None,
+        subresource: str = "",
+        patch_type: PatchType = "merge",
+    ) -> Object:
+        """Patch ``name``; put ``metadata.resourceVersion`` in a merge patch to make it conditional (409)."""
+        return await self.request(
+            "PATCH",
+            resource,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            body=patch,
+            content_type=PATCH_CONTENT_TYPES[patch_type],
         )
 
     async def delete(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
