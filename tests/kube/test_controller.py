@@ -1,0 +1,99 @@
+"""The controller loop on a fake clock: failures back off per key, success resets the backoff,
+``requeue_after`` brings a key back, and a key is never reconciled twice at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kapstan.kube.backoff import Backoff
+from kapstan.kube.clock import FakeClock
+from kapstan.kube.controller import Controller, Result
+from kapstan.kube.store import Event
+
+
+def event(name: str) -> Event:
+    return Event("ADDED", {"metadata": {"name": name, "namespace": "ns"}})
+
+
+async def settle() -> None:
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
+def test_failures_back_off_then_success_resets_and_requeues(caplog: pytest.LogCaptureFixture) -> None:
+    async def scenario() -> list[float]:
+        clock = FakeClock(start=0.0)
+        calls: list[float] = []
+
+        async def reconcile(key: str) -> Result:
+            calls.append(clock.now())
+            if len(calls) <= 2:
+                raise RuntimeError("machine template not found")
+            return Result(requeue_after=30.0)
+
+        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=60.0), clock=clock)
+        task = asyncio.create_task(controller.run())
+        controller.enqueue(event("a"))
+        for _ in range(40):
+            await settle()
+            clock.advance(1.0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert controller.queue.retries("ns/a") == 0
+        return calls
+
+    calls = asyncio.run(scenario())
+    # fail at 0, retry after 1 s, fail, retry after 2 s, succeed at 3, come back 30 s later
+    assert calls == [0.0, 1.0, 3.0, 33.0]
+    assert "reconciling ns/a failed (retry 1)" in caplog.text
+
+
+def test_one_key_is_never_reconciled_twice_at_once() -> None:
+    async def scenario() -> dict[str, int]:
+        running: set[str] = set()
+        counts: dict[str, int] = {}
+        release = asyncio.Event()
+
+        async def reconcile(key: str) -> Result:
+            assert key not in running, f"{key} reconciled concurrently"
+            running.add(key)
+            counts[key] = counts.get(key, 0) + 1
+            await release.wait()
+            running.discard(key)
+            return Result()
+
+        controller = Controller("test", reconcile, workers=4, clock=FakeClock())
+        task = asyncio.create_task(controller.run())
+        controller.enqueue(event("a"))
+        controller.enqueue(event("b"))
+        await settle()
+        assert running == {"ns/a", "ns/b"}, "different keys run in parallel"
+        for _ in range(5):  # changes while a is being reconciled: one more reconcile, not five
+            controller.enqueue(event("a"))
+        await settle()
+        release.set()
+        await settle()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return counts
+
+    assert asyncio.run(scenario()) == {"ns/a": 2, "ns/b": 1}
+
+
+def test_run_shuts_the_queue_down_when_cancelled() -> None:
+    async def scenario() -> Any:
+        async def reconcile(key: str) -> Result:
+            return Result()
+
+        controller = Controller("test", reconcile, clock=FakeClock())
+        task = asyncio.create_task(controller.run())
+        await settle()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        controller.enqueue(event("late"))
+        return len(controller.queue)
+
+    assert asyncio.run(scenario()) == 0
