@@ -2,6 +2,6 @@
 
 kr8s gives us authentication and an HTTP session; what a controller needs on top of it is here: one client
 per cluster (``client``), caches kept current by list-then-watch (``informer``, ``store``), a work queue
-with per-key retries (``workqueue``), leader election on a Lease (``leader``), and one error type
-(``errors``). Time is injected (``clock``) so that backoffs and lease expiry are tested without sleeping.
+with per-key retries (``workqueue``), the worker loop that drains it into a reconcile (``controller``),
+leader election on a Lease (``leader``), and one error type (``errors``). Time is injected (``clock``) so that backoffs and lease expiry are tested without sleeping.
 """
