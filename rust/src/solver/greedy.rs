@@ -14,7 +14,7 @@ use super::model::{
 };
 use super::preferences::Preferences;
 use super::requirements::{Reqs, Requirement};
-use super::resources::{self as res};
+use super::resources::{self as res, Names};
 use super::targets::{
     set_label, sort_by_price, Claim, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
 };
@@ -100,6 +100,8 @@ pub struct Scheduler<'s> {
     pub snapshot: &'s Snapshot,
     /// Every pod: those bound to existing nodes first, then the pending ones.
     pub pods: Vec<Pod>,
+    /// Each pod's requests as a dense vector over `names`.
+    pub requests: Vec<Vec<i64>>,
     pub pending: Vec<usize>,
     pub pools: Vec<PoolView>,
     flavor_keys: BTreeSet<String>,
@@ -115,11 +117,12 @@ pub struct Scheduler<'s> {
 
 impl<'s> Scheduler<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Self {
+        let names = resource_names(snapshot);
         let mut ordered: Vec<_> = snapshot.node_pools.iter().collect();
         ordered.sort_by(|a, b| (-a.weight, &a.name).cmp(&(-b.weight, &b.name)));
         let pools = ordered
             .iter()
-            .map(|p| PoolView::build(p, &snapshot.instance_types, &snapshot.daemonsets))
+            .map(|p| PoolView::build(p, &snapshot.instance_types, &snapshot.daemonsets, &names))
             .collect();
         let mut flavor_keys: BTreeSet<String> = snapshot
             .instance_types
@@ -132,8 +135,10 @@ impl<'s> Scheduler<'s> {
         }
         let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        let existing: Vec<ExistingTarget> =
-            nodes.iter().map(|n| ExistingTarget::build(n)).collect();
+        let existing: Vec<ExistingTarget> = nodes
+            .iter()
+            .map(|n| ExistingTarget::build(n, &names))
+            .collect();
         let mut pods: Vec<Pod> = snapshot
             .nodes
             .iter()
@@ -142,11 +147,13 @@ impl<'s> Scheduler<'s> {
         let first_pending = pods.len();
         pods.extend(snapshot.pods.iter().cloned());
         let pending = (first_pending..pods.len()).collect();
+        let requests = pods.iter().map(|p| names.dense(&p.requests)).collect();
         let mut topology = TopologyCounts::default();
         topology.register(snapshot, pods.iter());
         let mut scheduler = Scheduler {
             snapshot,
             pods,
+            requests,
             pending,
             pools,
             flavor_keys,
@@ -331,7 +338,13 @@ impl<'s> Scheduler<'s> {
 
     fn fits_existing(&self, target: &ExistingTarget, checks: &Checks) -> bool {
         let (node, pod) = (&target.node, &self.pods[checks.pod]);
-        if node.unschedulable || !res::fits(&target.used, &pod.requests, &node.allocatable) {
+        if node.unschedulable
+            || !res::dense_fits(
+                &target.used,
+                &self.requests[checks.pod],
+                &target.allocatable,
+            )
+        {
             return false;
         }
         if checks.requirements.first_conflict(&node.labels).is_some() {
@@ -356,7 +369,7 @@ impl<'s> Scheduler<'s> {
     fn place_existing(&mut self, target: usize, pod_id: usize) {
         let pod = &self.pods[pod_id];
         let t = &mut self.existing[target];
-        res::add_into(&mut t.used, &pod.requests, 1);
+        res::dense_add(&mut t.used, &self.requests[pod_id]);
         t.ports.extend(pod.host_ports.iter().cloned());
         t.placed.push(pod_id);
         let labels = t.node.labels.clone();
@@ -368,7 +381,7 @@ impl<'s> Scheduler<'s> {
     fn holds(&self, claim: &Claim, checks: &Checks, merged: &Reqs, flavor: &Flavor) -> bool {
         let pod = &self.pods[checks.pod];
         let taints = &flavor.it.taints;
-        res::fits(&claim.used, &pod.requests, &flavor.net)
+        res::dense_fits(&claim.used, &self.requests[checks.pod], &flavor.net_dense)
             && flavor.compatible(merged)
             && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
             && (taints.is_empty()
@@ -549,7 +562,7 @@ impl<'s> Scheduler<'s> {
         // Flavors only drop out, so the bound taken when the claim opened stays an upper bound.
         claim.flavors = flavors;
         let pod = &self.pods[pod_id];
-        res::add_into(&mut claim.used, &pod.requests, 1);
+        res::dense_add(&mut claim.used, &self.requests[pod_id]);
         claim.pods.push(pod_id);
         claim.ports.extend(pod.host_ports.iter().cloned());
         let claim = &self.claims[claim_at];
@@ -570,7 +583,7 @@ impl<'s> Scheduler<'s> {
     /// A cheap necessary condition for `evaluate` to succeed on a claim already holding pods: room
     /// under the largest candidate flavor, and no hostname constraint already broken there.
     fn might_take(&self, claim: &Claim, checks: &Checks) -> bool {
-        res::fits(&claim.used, &self.pods[checks.pod].requests, &claim.max_net)
+        res::dense_fits(&claim.used, &self.requests[checks.pod], &claim.max_net)
             && (!checks.keys.iter().any(|k| k == HOSTNAME)
                 || self
                     .domain_problem(checks, HOSTNAME, Some(&claim.hostname))
@@ -586,10 +599,10 @@ impl<'s> Scheduler<'s> {
     ) -> Result<(), String> {
         let claim = &self.claims[claim_at];
         if keep_flavor
-            && !res::fits(
+            && !res::dense_fits(
                 &claim.used,
-                &self.pods[checks.pod].requests,
-                &claim.chosen().net,
+                &self.requests[checks.pod],
+                &claim.chosen().net_dense,
             )
         {
             return Err("it would need a bigger flavor".into());
@@ -772,6 +785,30 @@ impl<'s> Scheduler<'s> {
             labels,
         }
     }
+}
+
+/// Every resource name the snapshot mentions, for dense vectors.
+fn resource_names(snapshot: &Snapshot) -> Names {
+    let pods = snapshot
+        .pods
+        .iter()
+        .chain(snapshot.nodes.iter().flat_map(|n| &n.pods))
+        .chain(snapshot.daemonsets.iter().map(|d| &d.pod));
+    let mut names: Vec<String> = pods
+        .flat_map(|p| p.requests.iter().map(|(k, _)| k.clone()))
+        .collect();
+    for it in &snapshot.instance_types {
+        names.extend(
+            it.allocatable
+                .iter()
+                .chain(&it.capacity)
+                .map(|(k, _)| k.clone()),
+        );
+    }
+    for node in &snapshot.nodes {
+        names.extend(node.allocatable.iter().map(|(k, _)| k.clone()));
+    }
+    Names::new(names)
 }
 
 fn limits_text(view: &PoolView) -> String {

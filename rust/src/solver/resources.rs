@@ -49,6 +49,46 @@ pub fn first_shortfall<'a>(
         .map(|(key, _)| key.as_str())
 }
 
+/// Resource names of one snapshot, so amounts on the hot path are dense vectors indexed by name.
+pub struct Names(Vec<String>);
+
+impl Names {
+    pub fn new(mut names: Vec<String>) -> Names {
+        names.sort();
+        names.dedup();
+        Names(names)
+    }
+
+    pub fn dense(&self, pairs: &[(String, i64)]) -> Vec<i64> {
+        let mut out = vec![0; self.0.len()];
+        for (key, value) in pairs {
+            if let Ok(at) = self.0.binary_search(key) {
+                out[at] += value;
+            }
+        }
+        out
+    }
+
+    pub fn zero(&self) -> Vec<i64> {
+        vec![0; self.0.len()]
+    }
+}
+
+/// `fits` on dense vectors: every nonzero request fits in what is left.
+pub fn dense_fits(used: &[i64], request: &[i64], available: &[i64]) -> bool {
+    request
+        .iter()
+        .zip(used)
+        .zip(available)
+        .all(|((r, u), a)| *r == 0 || u + r <= *a)
+}
+
+pub fn dense_add(used: &mut [i64], request: &[i64]) {
+    for (u, r) in used.iter_mut().zip(request) {
+        *u += r;
+    }
+}
+
 /// A readable amount, exactly as the Python engine words it.
 pub fn describe(name: &str, milli: i64) -> String {
     if name == "cpu" {

@@ -8,7 +8,7 @@ use super::model::{
     CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
 };
 use super::requirements::{Reqs, Requirement};
-use super::resources::{self as res, Res};
+use super::resources::{self as res, Names, Res};
 use super::topology::{matches_node, untolerated};
 
 pub const OFFERING_KEYS: [&str; 2] = [ZONE, CAPACITY_TYPE];
@@ -17,6 +17,7 @@ pub const OFFERING_KEYS: [&str; 2] = [ZONE, CAPACITY_TYPE];
 pub struct Flavor {
     pub it: InstanceType,
     pub net: Res,
+    pub net_dense: Vec<i64>,
     /// Price under the pool's own requirements, which never change during a solve.
     pub base_price: f64,
 }
@@ -135,7 +136,12 @@ pub struct PoolView {
 }
 
 impl PoolView {
-    pub fn build(pool: &NodePool, catalog: &[InstanceType], daemonsets: &[DaemonSet]) -> PoolView {
+    pub fn build(
+        pool: &NodePool,
+        catalog: &[InstanceType],
+        daemonsets: &[DaemonSet],
+        resources: &Names,
+    ) -> PoolView {
         let mut labels = pool.labels.clone();
         labels.push((NODEPOOL.into(), pool.name.clone()));
         let base = Reqs::build(&pool.requirements, &labels);
@@ -165,9 +171,11 @@ impl PoolView {
             }
             let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
             let overhead = daemonset_overhead(daemonsets, &node_labels, &taints);
+            let net = res::subtract(&it.allocatable, &overhead);
             let mut flavor = Flavor {
                 it: it.clone(),
-                net: res::subtract(&it.allocatable, &overhead),
+                net_dense: resources.dense(&net),
+                net,
                 base_price: 0.0,
             };
             if flavor.compatible(&base) {
@@ -237,16 +245,17 @@ pub fn set_label(labels: &mut Pairs<String>, key: &str, value: &str) {
 
 pub struct ExistingTarget {
     pub node: Node,
-    pub used: Res,
+    pub used: Vec<i64>,
+    pub allocatable: Vec<i64>,
     pub ports: Vec<HostPort>,
     pub placed: Vec<usize>,
 }
 
 impl ExistingTarget {
-    pub fn build(node: &Node) -> ExistingTarget {
-        let mut used = Res::new();
+    pub fn build(node: &Node, names: &Names) -> ExistingTarget {
+        let mut used = names.zero();
         for pod in &node.pods {
-            res::add_into(&mut used, &pod.requests, 1);
+            res::dense_add(&mut used, &names.dense(&pod.requests));
         }
         let ports = node
             .pods
@@ -256,6 +265,7 @@ impl ExistingTarget {
         ExistingTarget {
             node: node.clone(),
             used,
+            allocatable: names.dense(&node.allocatable),
             ports,
             placed: Vec::new(),
         }
@@ -271,11 +281,13 @@ pub struct Claim {
     pub view: usize,
     pub pool_name: String,
     pub hostname: String,
-    /// Per resource, the most any candidate flavor offers: a cheap bound to reject pods early.
-    pub max_net: Res,
+    /// Per resource, the most any flavor offered when the claim opened: flavors only drop out, so it
+    /// stays an upper bound, a cheap way to turn pods away.
+    pub max_net: Vec<i64>,
     pub requirements: Reqs,
     pub flavors: Vec<Rc<Flavor>>,
-    pub used: Res,
+    /// What the claim's pods request, dense (see `resources::Names`).
+    pub used: Vec<i64>,
     pub pods: Vec<usize>,
     pub ports: Vec<HostPort>,
 }
@@ -288,33 +300,25 @@ impl Claim {
         requirements: Reqs,
         flavors: Vec<Rc<Flavor>>,
     ) -> Claim {
-        let mut claim = Claim {
+        let width = flavors.first().map_or(0, |f| f.net_dense.len());
+        let mut max_net = vec![i64::MIN; width];
+        for flavor in &flavors {
+            for (bound, value) in max_net.iter_mut().zip(&flavor.net_dense) {
+                *bound = (*bound).max(*value);
+            }
+        }
+        Claim {
             index,
             view,
             pool_name: pool_name.to_string(),
             hostname: format!("{pool_name}/claim-{index}"),
-            max_net: Res::new(),
+            max_net,
             requirements,
             flavors,
-            used: Res::new(),
+            used: vec![0; width],
             pods: Vec::new(),
             ports: Vec::new(),
-        };
-        claim.refresh_bound();
-        claim
-    }
-
-    pub fn refresh_bound(&mut self) {
-        let mut bound = Res::new();
-        for flavor in &self.flavors {
-            for (key, value) in &flavor.net {
-                match bound.iter_mut().find(|(k, _)| k == key) {
-                    Some((_, slot)) => *slot = (*slot).max(*value),
-                    None => bound.push((key.clone(), *value)),
-                }
-            }
         }
-        self.max_net = bound;
     }
 
     pub fn chosen(&self) -> &Flavor {
@@ -341,12 +345,26 @@ impl Claim {
         if OFFERING_KEYS.contains(&key)
             || flavors.iter().any(|f| lookup(&f.it.labels, key).is_some())
         {
-            let values: BTreeSet<String> = flavors
-                .iter()
-                .flat_map(|f| f.label(key, reqs))
+            // Borrowed values: this runs for every pod that pins a zone, over every candidate flavor.
+            let mut values: BTreeSet<&str> = BTreeSet::new();
+            for flavor in flavors {
+                if key == ZONE || key == CAPACITY_TYPE {
+                    values.extend(flavor.offerings(reqs).map(|o| {
+                        if key == ZONE {
+                            o.zone.as_str()
+                        } else {
+                            o.capacity_type.as_str()
+                        }
+                    }));
+                } else if let Some(value) = lookup(&flavor.it.labels, key) {
+                    values.insert(value);
+                }
+            }
+            return values
+                .into_iter()
                 .filter(|v| req.is_none_or(|r| r.has(v)))
+                .map(|v| Some(v.to_string()))
                 .collect();
-            return values.into_iter().map(Some).collect();
         }
         if let Some(r) = req {
             if !r.complement {
