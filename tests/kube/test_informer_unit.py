@@ -133,3 +133,26 @@ def test_other_errors_retry_the_watch_from_the_same_version() -> None:
     _, seen = run_informer(api)
     assert api.watched_from == ["10", "10", "11"]
     assert seen == [("ADDED", "a", "11")]
+
+
+def test_a_watch_closed_at_once_without_events_backs_off() -> None:
+    async def scenario() -> None:
+        api = ScriptedApi(lists=[listing("10")], watches=[[], [{"type": "ADDED", "object": cm("a", "11")}]])
+        clock = FakeClock()
+        informer = Informer(
+            api,  # type: ignore[arg-type]
+            CONFIGMAPS,
+            namespace="ns",
+            backoff=Backoff(initial=5.0),
+            clock=clock,
+        )
+        task = asyncio.create_task(informer.run())
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert api.watched_from == ["10"] and clock.sleepers == 1, "must wait before watching again"
+        clock.advance(5.0)
+        await asyncio.wait_for(api.exhausted.wait(), 5.0)
+        task.cancel()
+        assert api.watched_from == ["10", "10", "11"]
+
+    asyncio.run(scenario())

@@ -27,6 +27,7 @@ Handler = Callable[[Event], None]
 
 # client-go's reflector backs off from 800 ms to 30 s between failed lists or watches.
 RECONNECT_BACKOFF = Backoff(initial=0.8, maximum=30.0)
+SHORT_WATCH = 1.0  # seconds
 
 
 class Informer:
@@ -72,17 +73,22 @@ class Informer:
             try:
                 if not self.resource_version:
                     await self.relist()
-                await self.watch_once()
-                self._failures = 0
+                started = self._clock.now()
+                # A watch that ends at once with nothing in it is a server in trouble, not a timeout:
+                # reconnecting right away would spin (client-go treats it the same way).
+                if await self.watch_once() or self._clock.now() - started >= SHORT_WATCH:
+                    self._failures = 0
+                    continue
+                log.warning("%s: the server closed the watch at once", self._what)
             except ApiError as error:
                 if error.gone:
                     log.info("%s: %s; listing again", self._what, error)
                     self.resource_version = ""
                 else:
                     log.warning("%s: %s", self._what, error)
-                delay = self._backoff.delay(self._failures)
-                self._failures += 1
-                await self._clock.sleep(delay)
+            delay = self._backoff.delay(self._failures)
+            self._failures += 1
+            await self._clock.sleep(delay)
 
     async def relist(self) -> None:
         """Replace the store with a fresh, paginated list and remember its resourceVersion."""
@@ -104,8 +110,11 @@ class Informer:
         self.resource_version = page["metadata"]["resourceVersion"]
         self._synced.set()
 
-    async def watch_once(self) -> None:
-        """One watch from ``resource_version`` until the server closes it; raises ``ApiError`` (410 too)."""
+    async def watch_once(self) -> int:
+        """One watch from ``resource_version`` until the server closes it; returns how many events came.
+
+        Raises ``ApiError``, with ``gone`` set when the version is too old to watch from.
+        """
         params = {
             **self._selector,
             "resourceVersion": self.resource_version,
@@ -117,8 +126,11 @@ class Informer:
         async with self.client.watch(
             self.resource, namespace=self.namespace, params=params, read_timeout=read_timeout
         ) as events:
+            count = 0
             async for event in events:
                 self.handle(event)
+                count += 1
+        return count
 
     def handle(self, event: Object) -> None:
         """Apply one watch event to the store and advance ``resource_version``."""
