@@ -1,4 +1,5 @@
-"""Helm-free install manifests, generated from Python: CRDs here; RBAC, the Deployment and CRS bundles next.
+"""Helm-free install manifests, generated from Python data rather than copied YAML.
 
-``kapstan render ...`` prints them; a check in CI compares the committed copies with what is generated.
+Today: the CRDs (``crds``), printed by ``kapstan render crds``. RBAC, the Deployment and the
+ClusterResourceSet bundles belong here too.
 """
