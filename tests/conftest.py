@@ -1,4 +1,6 @@
-"""Shared fixtures: the `engine` fixture runs a test body once per scheduling engine (STYLE.md habit 6)."""
+"""Shared fixtures: the `engine` fixture runs a test body once per scheduling engine (STYLE.md habit 6),
+and `sandbox` is one session-wide local control plane for every folder that needs a real API server
+(imported here once, so a full run starts one sandbox, not one per folder)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from kapstan.local.fixture import sandbox
 from kapstan.scheduling import ENGINES
+
+__all__ = ["engine", "sandbox"]
 
 # `HYPOTHESIS_PROFILE=deep` explores far more random snapshots than the default run.
 _RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -23,3 +28,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(params=sorted(ENGINES))
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sandbox: needs the local Kubernetes + Cluster API sandbox (built from Go modules on first use)",
+    )
+    # kr8s warns about any server newer than the versions it was released against; ours is pinned.
+    config.addinivalue_line("filterwarnings", "ignore:Kubernetes version .* is not supported:UserWarning")

@@ -10,20 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kapstan.local.fixture import sandbox, two_cluster_sandbox
+from kapstan.local.fixture import two_cluster_sandbox
 
-__all__ = ["sandbox", "two_cluster_sandbox"]
+__all__ = ["two_cluster_sandbox"]
 
 _HERE = Path(__file__).parent
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "sandbox: needs the local Kubernetes + Cluster API sandbox (built from Go modules on first use)",
-    )
-    # kr8s warns about any server newer than the versions it was released against; ours is pinned.
-    config.addinivalue_line("filterwarnings", "ignore:Kubernetes version .* is not supported:UserWarning")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
