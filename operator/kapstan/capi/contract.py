@@ -1,0 +1,92 @@
+"""Where the Cluster API fields the provider reads and writes live, as names and small accessors.
+
+The provider handles MDs, Machines and Clusters as the API server returns them (plain dicts) rather
+than through models: it reads a handful of fields and writes back merge patches, and a model would
+drop fields it does not know on the way (STYLE.md habit 9, after CAPI's ``internal/contract``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kapstan.kube.client import Object, Resource
+
+GROUP, VERSION = "cluster.x-k8s.io", "v1beta2"
+MACHINEDEPLOYMENTS = Resource(GROUP, VERSION, "machinedeployments", "MachineDeployment")
+MACHINES = Resource(GROUP, VERSION, "machines", "Machine")
+CLUSTERS = Resource(GROUP, VERSION, "clusters", "Cluster")
+
+CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
+DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
+TOPOLOGY_DEPLOYMENT_LABEL = "topology.cluster.x-k8s.io/deployment-name"
+PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
+DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine"
+MIN_SIZE_ANNOTATION = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+MAX_SIZE_ANNOTATION = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+ROLLING_OUT_CONDITION = "RollingOut"
+
+
+def _get(obj: Object, *path: str) -> Any:
+    value: Any = obj
+    for step in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(step)
+    return value
+
+
+def name(obj: Object) -> str:
+    return str(_get(obj, "metadata", "name"))
+
+
+def namespace(obj: Object) -> str:
+    return str(_get(obj, "metadata", "namespace") or "")
+
+
+def display(obj: Object) -> str:
+    return f"{obj.get('kind', 'object')} {namespace(obj)}/{name(obj)}"
+
+
+def annotations_of(obj: Object) -> dict[str, str]:
+    return dict(_get(obj, "metadata", "annotations") or {})
+
+
+def labels_of(obj: Object) -> dict[str, str]:
+    return dict(_get(obj, "metadata", "labels") or {})
+
+
+def resource_version(obj: Object) -> str:
+    return str(_get(obj, "metadata", "resourceVersion") or "")
+
+
+def being_deleted(obj: Object) -> bool:
+    return _get(obj, "metadata", "deletionTimestamp") is not None
+
+
+def replicas(md: Object) -> int:
+    """``spec.replicas``; CAPI's webhook always sets it, so a missing value only shows in hand-made objects."""
+    return int(_get(md, "spec", "replicas") or 0)
+
+
+def cluster_name(md: Object) -> str:
+    return str(_get(md, "spec", "clusterName") or "")
+
+
+def provider_id(machine: Object) -> str:
+    return str(_get(machine, "spec", "providerID") or "")
+
+
+def cluster_paused(cluster: Object) -> bool:
+    return bool(_get(cluster, "spec", "paused")) or PAUSED_ANNOTATION in annotations_of(cluster)
+
+
+def condition_true(obj: Object, kind: str) -> bool:
+    """Whether v1beta2 ``status.conditions`` holds ``kind`` with status True."""
+    conditions = _get(obj, "status", "conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def size_bound(md: Object, annotation: str) -> int | None:
+    """The min- or max-size annotation as an int, None when absent or not a number."""
+    value = annotations_of(md).get(annotation, "").strip()
+    return int(value) if value.isdigit() else None

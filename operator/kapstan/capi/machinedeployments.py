@@ -1,0 +1,235 @@
+"""``CloudProvider`` on MachineDeployments: one node is one more replica, and a claimed Machine.
+
+Scaling goes through the MD's ``scale`` subresource with merge patches conditional on the MD's
+resourceVersion, so a concurrent writer makes us re-read instead of overwriting. Creates and deletes of
+one MD are serialized by an asyncio lock per MD, and both decide from the Machines that exist, not from
+memory: a create counts Machines the MD still owes (replicas above its live Machines) before scaling, and
+a delete lowers replicas only while they exceed the Machines that stay. So retrying either after a crash
+does not move the MD twice. Scale-down always marks the Machine ``cluster.x-k8s.io/delete-machine``
+first, which MachineSets delete before any other (DESIGN.md "CAPI facts").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections import defaultdict
+
+from kapstan.capi import contract as c
+from kapstan.capi.provider import (
+    NODECLAIM_ANNOTATION,
+    BelowMinSize,
+    CreateError,
+    InsufficientCapacity,
+    LaunchedMachine,
+    LaunchRequest,
+    MachineRef,
+    NotFound,
+    Paused,
+    RollingOut,
+)
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.errors import ApiError
+
+
+class MachineDeploymentProvider:
+    """Launches and removes nodes by scaling MDs in the management cluster that ``client`` talks to."""
+
+    def __init__(self, client: Client, *, machine_timeout: float = 60.0, poll_interval: float = 0.25) -> None:
+        """``machine_timeout``: how long ``create`` waits for the MachineSet to stamp a new Machine."""
+        self._client = client
+        self._machine_timeout = machine_timeout
+        self._poll_interval = poll_interval
+        self._locks: defaultdict[tuple[str, str], asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    # -- create ----------------------------------------------------------------------------------------
+
+    async def create(self, request: LaunchRequest) -> LaunchedMachine:
+        what = f"launching nodeclaim {request.nodeclaim}"
+        md = await self._machine_deployment(request.source, what)
+        ns, md_name = c.namespace(md), c.name(md)
+        async with self._locks[ns, md_name]:
+            deadline = time.monotonic() + self._machine_timeout
+            scaled = False
+            while True:
+                md = await self._get_md(ns, md_name, what)
+                await self._refuse_if_paused(md, what)
+                machines = await self._machines(ns, md_name)
+                for machine in machines:
+                    if _claim(machine) == request.nodeclaim and not _deleting(machine):
+                        return _launched(machine)
+                free = [m for m in machines if not _claim(m) and not _deleting(m)]
+                if free:
+                    claimed = await self._claim(free[0], request.nodeclaim)
+                    if claimed is not None:
+                        return claimed
+                    continue  # someone changed that Machine; look again
+                live = sum(1 for m in machines if not _deleting(m))
+                # Replicas above the live Machines are Machines on their way (an earlier attempt scaled):
+                # wait for them rather than scaling again.
+                if not scaled and c.replicas(md) <= live:
+                    scaled = await self._scale_up(md, what)
+                    if not scaled:
+                        continue  # the MD changed under us; re-read before deciding again
+                if time.monotonic() > deadline:
+                    raise CreateError(
+                        f"{what}: no new Machine of {c.display(md)} within {self._machine_timeout:.0f}s"
+                    )
+                await asyncio.sleep(self._poll_interval)
+
+    async def _scale_up(self, md: Object, what: str) -> bool:
+        """Raise replicas by one; False if the MD changed since it was read."""
+        target = c.replicas(md) + 1
+        maximum = c.size_bound(md, c.MAX_SIZE_ANNOTATION)
+        if maximum is not None and target > maximum:
+            raise InsufficientCapacity(f"{what}: {c.display(md)} is at its max size {maximum}")
+        return await self._scale(md, target)
+
+    async def _claim(self, machine: Object, nodeclaim: str) -> LaunchedMachine | None:
+        patch = {
+            "metadata": {
+                "resourceVersion": c.resource_version(machine),
+                "annotations": {NODECLAIM_ANNOTATION: nodeclaim},
+            }
+        }
+        try:
+            claimed = await self._client.patch(
+                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine)
+            )
+        except ApiError as error:
+            if error.conflict or error.not_found:
+                return None
+            raise
+        return _launched(claimed)
+
+    # -- delete ----------------------------------------------------------------------------------------
+
+    async def delete(self, machine: MachineRef) -> None:
+        what = f"deleting Machine {machine.namespace}/{machine.name}"
+        found = await self._get_machine(machine)
+        if found is None:
+            return
+        md_name = c.labels_of(found).get(c.DEPLOYMENT_NAME_LABEL)
+        if not md_name:
+            raise NotFound(f"{what}: it belongs to no MachineDeployment (no {c.DEPLOYMENT_NAME_LABEL} label)")
+        async with self._locks[machine.namespace, md_name]:
+            while True:
+                found = await self._get_machine(machine)
+                if found is None or c.being_deleted(found):
+                    return
+                md = await self._get_md(machine.namespace, md_name, what)
+                await self._refuse_if_paused(md, what)
+                if c.condition_true(md, c.ROLLING_OUT_CONDITION):
+                    raise RollingOut(f"{what}: {c.display(md)} is rolling out")
+                others = [
+                    m for m in await self._machines(machine.namespace, md_name) if c.name(m) != machine.name
+                ]
+                staying = sum(1 for m in others if not _deleting(m))
+                # Replicas not above the Machines that stay means an earlier attempt already lowered them.
+                lower = c.replicas(md) > staying
+                minimum = c.size_bound(md, c.MIN_SIZE_ANNOTATION)
+                if lower and minimum is not None and c.replicas(md) - 1 < minimum:
+                    raise BelowMinSize(f"{what}: {c.display(md)} is at its min size {minimum}")
+                if c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(found):
+                    mark = {"metadata": {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}}}
+                    await self._client.patch(c.MACHINES, machine.name, mark, namespace=machine.namespace)
+                if not lower or await self._scale(md, c.replicas(md) - 1):
+                    return
+
+    # -- get and list ----------------------------------------------------------------------------------
+
+    async def get(self, machine: MachineRef) -> LaunchedMachine:
+        found = await self._get_machine(machine)
+        if found is None or not _claim(found):
+            raise NotFound(f"Machine {machine.namespace}/{machine.name} does not exist or is not claimed")
+        return _launched(found)
+
+    async def list(self, namespace: str, cluster: str) -> list[LaunchedMachine]:
+        machines = await self._list(c.MACHINES, namespace, f"{c.CLUSTER_NAME_LABEL}={cluster}")
+        return sorted((_launched(m) for m in machines if _claim(m)), key=lambda m: m.ref.name)
+
+    # -- reads and writes ------------------------------------------------------------------------------
+
+    async def _machine_deployment(self, source: FlavorSource, what: str) -> Object:
+        """The MD behind a flavor source: the MD itself, or the one a topology made for the entry."""
+        if source.kind == "MachineDeployment":
+            return await self._get_md(source.namespace, source.name, what)
+        selector = f"{c.CLUSTER_NAME_LABEL}={source.cluster},{c.TOPOLOGY_DEPLOYMENT_LABEL}={source.name}"
+        found = await self._list(c.MACHINEDEPLOYMENTS, source.namespace, selector)
+        if not found:
+            raise NotFound(
+                f"{what}: Cluster {source.namespace}/{source.cluster} has no MachineDeployment "
+                f"for topology entry {source.name} (class {source.worker_class})"
+            )
+        return found[0]
+
+    async def _get_md(self, namespace: str, name: str, what: str) -> Object:
+        try:
+            return await self._client.get(c.MACHINEDEPLOYMENTS, name, namespace)
+        except ApiError as error:
+            if error.not_found:
+                raise NotFound(f"{what}: MachineDeployment {namespace}/{name} not found") from error
+            raise
+
+    async def _get_machine(self, machine: MachineRef) -> Object | None:
+        try:
+            return await self._client.get(c.MACHINES, machine.name, machine.namespace)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    async def _refuse_if_paused(self, md: Object, what: str) -> None:
+        if c.PAUSED_ANNOTATION in c.annotations_of(md):
+            raise Paused(f"{what}: {c.display(md)} is paused")
+        cluster_name = c.cluster_name(md)
+        try:
+            cluster = await self._client.get(c.CLUSTERS, cluster_name, c.namespace(md))
+        except ApiError as error:
+            if error.not_found:
+                raise NotFound(f"{what}: Cluster {c.namespace(md)}/{cluster_name} not found") from error
+            raise
+        if c.cluster_paused(cluster):
+            raise Paused(f"{what}: Cluster {c.namespace(md)}/{cluster_name} is paused")
+
+    async def _machines(self, namespace: str, md_name: str) -> builtins.list[Object]:
+        return await self._list(c.MACHINES, namespace, f"{c.DEPLOYMENT_NAME_LABEL}={md_name}")
+
+    async def _list(self, resource: Resource, namespace: str, selector: str) -> builtins.list[Object]:
+        found = await self._client.request(
+            "GET", resource, namespace=namespace, params={"labelSelector": selector}
+        )
+        return sorted(found.get("items", []), key=c.name)
+
+    async def _scale(self, md: Object, replicas: int) -> bool:
+        """Set replicas through the scale subresource if the MD is unchanged since read; False if not."""
+        patch = {"metadata": {"resourceVersion": c.resource_version(md)}, "spec": {"replicas": replicas}}
+        try:
+            await self._client.patch(
+                c.MACHINEDEPLOYMENTS, c.name(md), patch, namespace=c.namespace(md), subresource="scale"
+            )
+        except ApiError as error:
+            if error.conflict:
+                return False
+            raise
+        return True
+
+
+def _claim(machine: Object) -> str:
+    return c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
+
+
+def _deleting(machine: Object) -> bool:
+    return c.being_deleted(machine) or c.DELETE_MACHINE_ANNOTATION in c.annotations_of(machine)
+
+
+def _launched(machine: Object) -> LaunchedMachine:
+    return LaunchedMachine(
+        ref=MachineRef(c.namespace(machine), c.name(machine)),
+        nodeclaim=_claim(machine),
+        machine_deployment=c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, ""),
+        provider_id=c.provider_id(machine),
+        deleting=_deleting(machine),
+    )

@@ -1,0 +1,221 @@
+"""The MachineDeployment provider against the real Cluster API manager in the sandbox.
+
+Each test gets its own namespace, Cluster and MD (test provider, no boot delay) on the one session
+sandbox, and checks what CAPI did: replicas, which Machines exist, which one went.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from kapstan.capi import (
+    BelowMinSize,
+    InsufficientCapacity,
+    LaunchRequest,
+    MachineRef,
+    NotFound,
+    Paused,
+)
+from kapstan.capi import contract as c
+from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import Client, Resource
+from kapstan.kube.errors import ApiError
+from kapstan.local import Sandbox
+from kapstan.local import manifests as m
+
+pytestmark = pytest.mark.sandbox
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+_ids = itertools.count()
+
+
+async def _pool(client: Client, prefix: str, annotations: dict[str, str] | None = None) -> FlavorSource:
+    """A fresh namespace with a standalone Cluster and an MD ``pool`` at 0 replicas."""
+    ns = f"capi-{prefix}-{int(time.time())}-{next(_ids)}"
+    await client.create(NAMESPACES, {"metadata": {"name": ns}})
+    md = m.machine_deployment("pool", ns, "c", "workers", "c3-8")
+    md["metadata"]["annotations"] = dict(annotations or {})
+    for manifest in [
+        *m.standalone_cluster("c", ns),
+        m.flavor_template("c3-8", ns),
+        m.kubeadm_config_template("workers", ns),
+        md,
+    ]:
+        group, version = manifest["apiVersion"].split("/")
+        kind = manifest["kind"]
+        await client.create(Resource(group, version, kind.lower() + "s", kind), manifest)
+    return FlavorSource("MachineDeployment", ns, "pool", "c")
+
+
+async def _md(client: Client, source: FlavorSource) -> dict[str, Any]:
+    return await client.get(c.MACHINEDEPLOYMENTS, source.name, source.namespace)
+
+
+async def _machine_names(client: Client, source: FlavorSource) -> list[str]:
+    found = await client.request(
+        "GET",
+        c.MACHINES,
+        namespace=source.namespace,
+        params={"labelSelector": f"{c.DEPLOYMENT_NAME_LABEL}=pool"},
+    )
+    return sorted(c.name(item) for item in found["items"])
+
+
+async def _eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(0.25)
+
+
+def _run(sandbox: Sandbox, scenario: Callable[[Client, MachineDeploymentProvider], Awaitable[None]]) -> None:
+    async def main() -> None:
+        client = await Client.connect(str(sandbox.management_kubeconfig))
+        await scenario(client, MachineDeploymentProvider(client, machine_timeout=30.0))
+
+    asyncio.run(main())
+
+
+def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "create")
+        a = await provider.create(LaunchRequest("a", source))
+        b = await provider.create(LaunchRequest("b", source))
+        assert a.ref != b.ref
+        assert (a.nodeclaim, b.nodeclaim, a.machine_deployment) == ("a", "b", "pool")
+        assert c.replicas(await _md(client, source)) == 2
+
+        again = await provider.create(LaunchRequest("b", source))
+        assert again.ref == b.ref
+        assert c.replicas(await _md(client, source)) == 2
+        assert await _machine_names(client, source) == sorted([a.ref.name, b.ref.name])
+
+        # The provider's scale patches are conditional: the server refuses a stale resourceVersion.
+        md = await _md(client, source)
+        await client.patch(
+            c.MACHINEDEPLOYMENTS,
+            "pool",
+            {"metadata": {"labels": {"touched": "yes"}}},
+            namespace=source.namespace,
+        )
+        with pytest.raises(ApiError) as stale:
+            await client.patch(
+                c.MACHINEDEPLOYMENTS,
+                "pool",
+                {"metadata": {"resourceVersion": c.resource_version(md)}, "spec": {"replicas": 5}},
+                namespace=source.namespace,
+                subresource="scale",
+            )
+        assert stale.value.conflict
+
+        # A create for "c" that crashed after scaling: the retry claims the Machine on its way.
+        await client.patch(
+            c.MACHINEDEPLOYMENTS,
+            "pool",
+            {"spec": {"replicas": 3}},
+            namespace=source.namespace,
+            subresource="scale",
+        )
+        third = await provider.create(LaunchRequest("c", source))
+        assert third.ref not in (a.ref, b.ref)
+        assert c.replicas(await _md(client, source)) == 3
+        assert len(await _machine_names(client, source)) == 3
+
+        claimed = await provider.list(source.namespace, "c")
+        assert [(x.ref, x.nodeclaim) for x in claimed] == sorted(
+            [(a.ref, "a"), (b.ref, "b"), (third.ref, "c")], key=lambda pair: pair[0].name
+        )
+
+        async def provider_id_set() -> bool:
+            return bool((await provider.get(a.ref)).provider_id)
+
+        await _eventually("a providerID on Machine a", provider_id_set)
+
+    _run(sandbox, scenario)
+
+
+def test_delete_removes_exactly_that_machine(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "delete")
+        a = await provider.create(LaunchRequest("a", source))
+        b = await provider.create(LaunchRequest("b", source))
+
+        await provider.delete(a.ref)
+        assert c.replicas(await _md(client, source)) == 1
+        await provider.delete(a.ref)  # a retry does not lower replicas again
+        assert c.replicas(await _md(client, source)) == 1
+
+        async def only_b_left() -> bool:
+            return await _machine_names(client, source) == [b.ref.name]
+
+        await _eventually(f"only {b.ref.name} left", only_b_left)
+        await provider.delete(a.ref)  # gone: nothing to do
+        survivor = await provider.get(b.ref)
+        assert not survivor.deleting
+        assert c.replicas(await _md(client, source)) == 1
+
+    _run(sandbox, scenario)
+
+
+def test_max_and_min_size_are_refused_before_anything_changes(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "bounds", {c.MAX_SIZE_ANNOTATION: "1", c.MIN_SIZE_ANNOTATION: "1"})
+        a = await provider.create(LaunchRequest("a", source))
+        with pytest.raises(InsufficientCapacity, match=r"launching nodeclaim b: .* max size 1"):
+            await provider.create(LaunchRequest("b", source))
+        with pytest.raises(BelowMinSize, match=r"min size 1"):
+            await provider.delete(a.ref)
+        assert c.replicas(await _md(client, source)) == 1
+        assert await _machine_names(client, source) == [a.ref.name]
+        machine = await client.get(c.MACHINES, a.ref.name, source.namespace)
+        assert c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(machine)
+        assert c.annotations_of(machine)[NODECLAIM_ANNOTATION] == "a"
+
+    _run(sandbox, scenario)
+
+
+def test_a_paused_md_or_cluster_is_not_scaled(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "paused", {c.PAUSED_ANNOTATION: "true"})
+        with pytest.raises(Paused, match=r"MachineDeployment .*/pool is paused"):
+            await provider.create(LaunchRequest("a", source))
+        assert c.replicas(await _md(client, source)) == 0
+
+        annotations: dict[str, Any] = {c.PAUSED_ANNOTATION: None}
+        ns = source.namespace
+        await client.patch(
+            c.MACHINEDEPLOYMENTS, "pool", {"metadata": {"annotations": annotations}}, namespace=ns
+        )
+        a = await provider.create(LaunchRequest("a", source))
+        await client.patch(c.CLUSTERS, "c", {"spec": {"paused": True}}, namespace=ns)
+        with pytest.raises(Paused, match=r"Cluster .*/c is paused"):
+            await provider.create(LaunchRequest("b", source))
+        with pytest.raises(Paused):
+            await provider.delete(a.ref)
+        assert c.replicas(await _md(client, source)) == 1
+        assert await _machine_names(client, source) == [a.ref.name]
+
+    _run(sandbox, scenario)
+
+
+def test_a_missing_machine_is_not_found(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "missing")
+        with pytest.raises(NotFound):
+            await provider.get(MachineRef(source.namespace, "nope"))
+        await provider.delete(MachineRef(source.namespace, "nope"))
+        with pytest.raises(NotFound, match=r"MachineDeployment .*/other not found"):
+            await provider.create(
+                LaunchRequest("a", FlavorSource("MachineDeployment", source.namespace, "other", "c"))
+            )
+
+    _run(sandbox, scenario)
