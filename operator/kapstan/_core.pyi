@@ -7,5 +7,5 @@ __version__: str
 def build_info() -> dict[str, str]:
     """Version, compiler (`rustc`), cargo `profile` and `target` triple of this build."""
 
-def solve_json(snapshot: str) -> str:
+def solve_json(snapshot: bytes) -> str:
     """Solve a snapshot encoded by kapstan.scheduling.rust_engine.encode; the plan as JSON."""

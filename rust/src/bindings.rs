@@ -16,10 +16,10 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
-/// Solve a snapshot given as JSON (see kapstan/scheduling/rust_engine.py); returns the plan as JSON.
-/// The GIL is released while solving.
+/// Solve a snapshot given as JSON bytes (see kapstan/scheduling/rust_engine.py); returns the plan as
+/// JSON. The GIL is released while solving.
 #[pyfunction]
-fn solve_json(py: Python<'_>, snapshot: String) -> PyResult<String> {
+fn solve_json(py: Python<'_>, snapshot: Vec<u8>) -> PyResult<String> {
     py.detach(|| solver::solve_json(&snapshot))
         .map_err(PyValueError::new_err)
 }

@@ -48,8 +48,8 @@ pub fn solve(snapshot: &Snapshot) -> Plan {
 }
 
 /// The same, from and to JSON: what the Python bindings call.
-pub fn solve_json(snapshot: &str) -> Result<String, String> {
+pub fn solve_json(snapshot: &[u8]) -> Result<String, String> {
     let snapshot: Snapshot =
-        serde_json::from_str(snapshot).map_err(|e| format!("invalid snapshot: {e}"))?;
+        serde_json::from_slice(snapshot).map_err(|e| format!("invalid snapshot: {e}"))?;
     serde_json::to_string(&solve(&snapshot)).map_err(|e| e.to_string())
 }

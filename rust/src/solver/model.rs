@@ -12,6 +12,48 @@ pub const MEMORY: &str = "memory";
 
 pub type Pairs<V> = Vec<(String, V)>;
 
+/// Reads a map that must keep its order (a pod's requests, labels) from either a JSON object, in
+/// document order, or a list of `[key, value]` pairs.
+pub fn ordered<'de, D, V>(deserializer: D) -> Result<Pairs<V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Ordered<V>(std::marker::PhantomData<V>);
+
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Ordered<V> {
+        type Value = Pairs<V>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object or a list of [key, value] pairs")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+            while let Some(entry) = map.next_entry()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(entry) = seq.next_element()? {
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+
+    deserializer.deserialize_any(Ordered(std::marker::PhantomData))
+}
+
 pub fn lookup<'a, V>(pairs: &'a [(String, V)], key: &str) -> Option<&'a V> {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
@@ -39,6 +81,7 @@ pub struct LabelSelectorRequirement {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 pub struct LabelSelector {
+    #[serde(deserialize_with = "ordered")]
     pub match_labels: Pairs<String>,
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
@@ -152,8 +195,11 @@ impl HostPort {
 pub struct Pod {
     pub namespace: String,
     pub name: String,
+    #[serde(deserialize_with = "ordered")]
     pub requests: Pairs<i64>,
+    #[serde(deserialize_with = "ordered")]
     pub labels: Pairs<String>,
+    #[serde(deserialize_with = "ordered")]
     pub node_selector: Pairs<String>,
     pub required_terms: Vec<Vec<NodeSelectorRequirement>>,
     pub preferred_terms: Vec<PreferredNodeTerm>,
@@ -183,9 +229,12 @@ pub struct Offering {
 #[derive(Debug, Clone, Deserialize)]
 pub struct InstanceType {
     pub name: String,
+    #[serde(deserialize_with = "ordered")]
     pub capacity: Pairs<i64>,
+    #[serde(deserialize_with = "ordered")]
     pub allocatable: Pairs<i64>,
     pub offerings: Vec<Offering>,
+    #[serde(deserialize_with = "ordered")]
     pub labels: Pairs<String>,
     pub taints: Vec<Taint>,
 }
@@ -194,10 +243,13 @@ pub struct InstanceType {
 pub struct NodePool {
     pub name: String,
     pub requirements: Vec<NodeSelectorRequirement>,
+    #[serde(deserialize_with = "ordered")]
     pub labels: Pairs<String>,
     pub taints: Vec<Taint>,
     pub weight: i64,
+    #[serde(deserialize_with = "ordered")]
     pub limits: Pairs<i64>,
+    #[serde(deserialize_with = "ordered")]
     pub usage: Pairs<i64>,
     pub instance_types: Option<Vec<String>>,
 }
@@ -205,7 +257,9 @@ pub struct NodePool {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Node {
     pub name: String,
+    #[serde(deserialize_with = "ordered")]
     pub labels: Pairs<String>,
+    #[serde(deserialize_with = "ordered")]
     pub allocatable: Pairs<i64>,
     pub taints: Vec<Taint>,
     pub pods: Vec<Pod>,
