@@ -146,8 +146,10 @@ def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox:
 def test_delete_removes_exactly_that_machine(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
         source = await _pool(client, "delete")
-        a = await provider.create(LaunchRequest("a", source))
-        b = await provider.create(LaunchRequest("b", source))
+        # Concurrent creates on one MD take their turn under its lock: one replica each.
+        a, b = await asyncio.gather(*(provider.create(LaunchRequest(n, source)) for n in "ab"))
+        assert a.ref != b.ref
+        assert c.replicas(await _md(client, source)) == 2
 
         await provider.delete(a.ref)
         assert c.replicas(await _md(client, source)) == 1

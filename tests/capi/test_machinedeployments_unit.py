@@ -1,0 +1,130 @@
+"""The MachineDeployment provider's decisions on an in-memory API: what CAPI cannot be made to do on cue
+in the sandbox (a rollout in progress, a write that loses an optimistic-lock race, a crash between two
+writes)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from kapstan.capi import LaunchRequest, MachineRef, RollingOut
+from kapstan.capi import contract as c
+from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.errors import ApiError
+
+SOURCE = FlavorSource("MachineDeployment", "ns", "pool", "c")
+
+
+class FakeApi:
+    """Objects by (plural, name), all in namespace ns and of MD pool (lists ignore selectors); a scale
+    patch stamps Machines as a MachineSet would."""
+
+    def __init__(self, replicas: int, machines: list[str]) -> None:
+        self.objects: dict[tuple[str, str], Object] = {
+            ("clusters", "c"): {"kind": "Cluster", "metadata": {"name": "c", "namespace": "ns"}, "spec": {}},
+            ("machinedeployments", "pool"): {
+                "kind": "MachineDeployment",
+                "metadata": {"name": "pool", "namespace": "ns", "resourceVersion": "1"},
+                "spec": {"clusterName": "c", "replicas": replicas},
+                "status": {},
+            },
+        }
+        for name in machines:
+            self._add_machine(name)
+        self.patches: list[tuple[str, str, str, Any]] = []
+        self.refuse_writes = 0
+        """How many coming patches fail with 409, as if raced by another writer."""
+
+    def _add_machine(self, name: str) -> None:
+        labels = {c.DEPLOYMENT_NAME_LABEL: "pool", c.CLUSTER_NAME_LABEL: "c"}
+        meta = {"name": name, "namespace": "ns", "labels": labels, "resourceVersion": "1"}
+        self.objects["machines", name] = {"kind": "Machine", "metadata": meta, "spec": {}}
+
+    @property
+    def md(self) -> Object:
+        return self.objects["machinedeployments", "pool"]
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        if (resource.plural, name) not in self.objects:
+            raise ApiError(f"GET {resource.plural} {name}: not found", status=404)
+        return copy.deepcopy(self.objects[resource.plural, name])
+
+    async def request(self, method: str, resource: Resource, **kwargs: Any) -> Object:
+        assert method == "GET"
+        items = [copy.deepcopy(o) for (plural, _), o in self.objects.items() if plural == resource.plural]
+        return {"items": items}
+
+    async def patch(
+        self, resource: Resource, name: str, patch: Object, *, namespace: str, subresource: str = ""
+    ) -> Object:
+        self.patches.append((resource.plural, name, subresource, patch))
+        obj = self.objects[resource.plural, name]
+        meta = patch.get("metadata", {})
+        version = obj["metadata"]["resourceVersion"]
+        if self.refuse_writes or meta.get("resourceVersion", version) != version:
+            self.refuse_writes = max(0, self.refuse_writes - 1)
+            _bump(obj)  # another writer got there first
+            raise ApiError(f"PATCH {resource.plural} {name}: conflict", status=409)
+        obj["metadata"].setdefault("annotations", {}).update(meta.get("annotations", {}))
+        _bump(obj)
+        if subresource == "scale":
+            new = patch["spec"]["replicas"]
+            for i in range(obj["spec"]["replicas"], new):
+                self._add_machine(f"pool-{i}")
+            obj["spec"]["replicas"] = new
+        return copy.deepcopy(obj)
+
+
+def _bump(obj: Object) -> None:
+    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+
+
+def _provider(api: FakeApi) -> MachineDeploymentProvider:
+    client: Client = api  # type: ignore[assignment]  # duck-typed stand-in for the four calls used
+    return MachineDeploymentProvider(client, machine_timeout=1.0, poll_interval=0.01)
+
+
+def test_scale_down_is_refused_while_the_md_rolls_out() -> None:
+    api = FakeApi(replicas=1, machines=["m0"])
+    api.md["status"]["conditions"] = [{"type": "RollingOut", "status": "True"}]
+    with pytest.raises(RollingOut, match="deleting Machine ns/m0: MachineDeployment ns/pool is rolling out"):
+        asyncio.run(_provider(api).delete(MachineRef("ns", "m0")))
+    assert api.patches == []
+
+
+def test_a_delete_retried_after_marking_lowers_replicas_once() -> None:
+    api = FakeApi(replicas=2, machines=["m0", "m1"])
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {c.DELETE_MACHINE_ANNOTATION: "true"}
+    provider = _provider(api)
+    asyncio.run(provider.delete(MachineRef("ns", "m0")))
+    assert api.md["spec"]["replicas"] == 1
+    asyncio.run(provider.delete(MachineRef("ns", "m0")))
+    assert api.md["spec"]["replicas"] == 1
+    assert [p[:3] for p in api.patches] == [("machinedeployments", "pool", "scale")]
+
+
+def test_a_lost_race_on_the_md_is_re_read_not_forced() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.refuse_writes = 1
+    launched = asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+    assert launched.ref == MachineRef("ns", "pool-0")
+    assert api.md["spec"]["replicas"] == 1
+    scale_patches = [p for p in api.patches if p[2] == "scale"]
+    assert len(scale_patches) == 2, "the first was refused, the second sent with the new resourceVersion"
+
+
+def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    provider = _provider(api)
+
+    async def both() -> list[str]:
+        launched = await asyncio.gather(*(provider.create(LaunchRequest(n, SOURCE)) for n in "abc"))
+        return sorted(m.ref.name for m in launched)
+
+    assert asyncio.run(both()) == ["pool-0", "pool-1", "pool-2"]
+    assert api.md["spec"]["replicas"] == 3
