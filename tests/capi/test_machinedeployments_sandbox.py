@@ -49,10 +49,15 @@ async def _pool(client: Client, prefix: str, annotations: dict[str, str] | None 
         m.kubeadm_config_template("workers", ns),
         md,
     ]:
-        group, version = manifest["apiVersion"].split("/")
-        kind = manifest["kind"]
-        await client.create(Resource(group, version, kind.lower() + "s", kind), manifest)
+        await _create(client, manifest)
     return FlavorSource("MachineDeployment", ns, "pool", "c")
+
+
+async def _create(client: Client, manifest: dict[str, Any]) -> None:
+    group, _, version = manifest["apiVersion"].rpartition("/")
+    kind = manifest["kind"]
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    await client.create(Resource(group, version, plural, kind), manifest)
 
 
 async def _md(client: Client, source: FlavorSource) -> dict[str, Any]:
@@ -219,5 +224,42 @@ def test_a_missing_machine_is_not_found(sandbox: Sandbox) -> None:
             await provider.create(
                 LaunchRequest("a", FlavorSource("MachineDeployment", source.namespace, "other", "c"))
             )
+
+    _run(sandbox, scenario)
+
+
+def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
+    """An entry's MD is scaled as it is; a class no entry uses gets an entry named after it."""
+
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        ns = f"capi-topology-{int(time.time())}-{next(_ids)}"
+        await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        workers = {"c3-8": ("workers", "c3-8"), "c3-16": ("workers", "c3-16")}
+        for manifest in [
+            m.flavor_template("c3-8", ns),
+            m.flavor_template("c3-16", ns, cpu="16", memory="32Gi"),
+            m.kubeadm_config_template("workers", ns),
+            *m.cluster_class("klass", ns, workers),
+            m.topology_cluster("topo", ns, "klass", [("c3-8", "md-0", None)]),
+        ]:
+            await _create(client, manifest)
+
+        existing = await provider.create(
+            LaunchRequest("a", FlavorSource("WorkerClass", ns, "md-0", "topo", "c3-8"))
+        )
+        added = await provider.create(
+            LaunchRequest("b", FlavorSource("WorkerClass", ns, "c3-16", "topo", "c3-16"))
+        )
+        cluster = await client.get(c.CLUSTERS, "topo", ns)
+        assert [(e["class"], e["name"]) for e in c.topology_entries(cluster)] == [
+            ("c3-8", "md-0"),
+            ("c3-16", "c3-16"),
+        ]
+        mds = (await client.request("GET", c.MACHINEDEPLOYMENTS, namespace=ns))["items"]
+        by_entry = {c.labels_of(md)[c.TOPOLOGY_DEPLOYMENT_LABEL]: md for md in mds}
+        assert existing.machine_deployment == c.name(by_entry["md-0"])
+        assert added.machine_deployment == c.name(by_entry["c3-16"])
+        # A new MD without autoscaler annotations starts at 1: that Machine is claimed, not a second one.
+        assert c.replicas(by_entry["c3-16"]) == 1
 
     _run(sandbox, scenario)

@@ -80,6 +80,11 @@ def cluster_paused(cluster: Object) -> bool:
     return bool(_get(cluster, "spec", "paused")) or PAUSED_ANNOTATION in annotations_of(cluster)
 
 
+def topology_entries(cluster: Object) -> list[dict[str, Any]]:
+    """``spec.topology.workers.machineDeployments``: the Cluster's worker pools, empty without a topology."""
+    return list(_get(cluster, "spec", "topology", "workers", "machineDeployments") or [])
+
+
 def condition_true(obj: Object, kind: str) -> bool:
     """Whether v1beta2 ``status.conditions`` holds ``kind`` with status True."""
     conditions = _get(obj, "status", "conditions") or []

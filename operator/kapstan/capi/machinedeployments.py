@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 
 from kapstan.capi import contract as c
+from kapstan.capi import topology
 from kapstan.capi.provider import (
     NODECLAIM_ANNOTATION,
     BelowMinSize,
@@ -153,16 +154,21 @@ class MachineDeploymentProvider:
     # -- reads and writes ------------------------------------------------------------------------------
 
     async def _machine_deployment(self, source: FlavorSource, what: str) -> Object:
-        """The MD behind a flavor source: the MD itself, or the one a topology made for the entry."""
+        """The MD behind a flavor source: the MD itself, or the one the topology made for the entry
+        (adding the entry first if the Cluster has none of that name)."""
         if source.kind == "MachineDeployment":
             return await self._get_md(source.namespace, source.name, what)
         selector = f"{c.CLUSTER_NAME_LABEL}={source.cluster},{c.TOPOLOGY_DEPLOYMENT_LABEL}={source.name}"
-        found = await self._list(c.MACHINEDEPLOYMENTS, source.namespace, selector)
-        if not found:
-            raise NotFound(
-                f"{what}: Cluster {source.namespace}/{source.cluster} has no MachineDeployment "
-                f"for topology entry {source.name} (class {source.worker_class})"
-            )
+        deadline = time.monotonic() + self._machine_timeout
+        while not (found := await self._list(c.MACHINEDEPLOYMENTS, source.namespace, selector)):
+            await topology.add_entry(self._client, source, what)
+            if time.monotonic() > deadline:
+                raise CreateError(
+                    f"{what}: Cluster {source.namespace}/{source.cluster} has no MachineDeployment for "
+                    f"topology entry {source.name} (class {source.worker_class}) "
+                    f"after {self._machine_timeout:.0f}s"
+                )
+            await asyncio.sleep(self._poll_interval)
         return found[0]
 
     async def _get_md(self, namespace: str, name: str, what: str) -> Object:

@@ -85,8 +85,9 @@ class CloudProvider(Protocol):
 
         A Machine already claimed by the NodeClaim is returned as it is; else an unclaimed Machine of the MD
         is claimed; else the MD is scaled up by one and the new Machine claimed. So a retry never adds a
-        second Machine. Raises ``NotFound`` (no such MD or Cluster), ``Paused``, ``InsufficientCapacity``
-        (max size reached) or ``CreateError`` (no Machine appeared in time).
+        second Machine. A worker-class source whose topology entry does not exist yet gets it added
+        first. Raises ``NotFound`` (no such MD or Cluster), ``Paused``, ``InsufficientCapacity`` (max size
+        reached) or ``CreateError`` (no Machine, or no MD for a new entry, appeared in time).
         """
         ...
 

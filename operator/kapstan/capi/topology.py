@@ -1,0 +1,41 @@
+"""Adding a worker pool to a Cluster's topology, for a managed worker class no entry uses yet.
+
+The catalog offers such a class as a flavor source named after the class (``kapstan.catalog.sources``);
+the first launch from it appends ``{class, name}`` to ``Cluster.spec.topology.workers.machineDeployments``
+and CAPI's topology controller creates the MD. Replicas stay unset in the entry (the webhook forbids them
+next to the autoscaler annotations); the new MD starts at its min size, or 1.
+"""
+
+from __future__ import annotations
+
+from kapstan.capi import contract as c
+from kapstan.capi.provider import NotFound, Paused
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import Client
+from kapstan.kube.errors import ApiError
+
+
+async def add_entry(client: Client, source: FlavorSource, what: str) -> None:
+    """Append the entry for ``source`` unless it is there; a lost race is left to the caller's next look."""
+    try:
+        cluster = await client.get(c.CLUSTERS, source.cluster, source.namespace)
+    except ApiError as error:
+        if error.not_found:
+            raise NotFound(f"{what}: Cluster {source.namespace}/{source.cluster} not found") from error
+        raise
+    if c.cluster_paused(cluster):
+        raise Paused(f"{what}: Cluster {source.namespace}/{source.cluster} is paused")
+    entries = c.topology_entries(cluster)
+    if any(entry.get("name") == source.name for entry in entries):
+        return
+    entry = {"class": source.worker_class, "name": source.name}
+    # The list is replaced whole, so the write is conditional on the Cluster we read.
+    patch = {
+        "metadata": {"resourceVersion": c.resource_version(cluster)},
+        "spec": {"topology": {"workers": {"machineDeployments": [*entries, entry]}}},
+    }
+    try:
+        await client.patch(c.CLUSTERS, source.cluster, patch, namespace=source.namespace)
+    except ApiError as error:
+        if not error.conflict:
+            raise
