@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kapstan.capi import LaunchRequest, MachineRef, RollingOut
+from kapstan.capi import CreateError, LaunchRequest, MachineRef, RollingOut
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
@@ -35,12 +35,14 @@ class FakeApi:
             },
         }
         for name in machines:
-            self._add_machine(name)
+            self.add_machine(name)
         self.patches: list[tuple[str, str, str, Any]] = []
         self.refuse_writes = 0
+        self.stamp = True
+        """Whether a scale-up stamps its Machines at once (False: the MachineSet is slow)."""
         """How many coming patches fail with 409, as if raced by another writer."""
 
-    def _add_machine(self, name: str) -> None:
+    def add_machine(self, name: str) -> None:
         labels = {c.DEPLOYMENT_NAME_LABEL: "pool", c.CLUSTER_NAME_LABEL: "c"}
         meta = {"name": name, "namespace": "ns", "labels": labels, "resourceVersion": "1"}
         self.objects["machines", name] = {"kind": "Machine", "metadata": meta, "spec": {}}
@@ -74,8 +76,8 @@ class FakeApi:
         _bump(obj)
         if subresource == "scale":
             new = patch["spec"]["replicas"]
-            for i in range(obj["spec"]["replicas"], new):
-                self._add_machine(f"pool-{i}")
+            for i in range(obj["spec"]["replicas"], new if self.stamp else 0):
+                self.add_machine(f"pool-{i}")
             obj["spec"]["replicas"] = new
         return copy.deepcopy(obj)
 
@@ -128,3 +130,17 @@ def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
 
     assert asyncio.run(both()) == ["pool-0", "pool-1", "pool-2"]
     assert api.md["spec"]["replicas"] == 3
+
+
+def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    provider = _provider(api)
+    for _ in range(2):
+        with pytest.raises(CreateError, match="launching nodeclaim a: no new Machine of ns/pool within 1s"):
+            asyncio.run(provider.create(LaunchRequest("a", SOURCE)))
+        assert api.md["spec"]["replicas"] == 1
+    api.add_machine("late")
+    launched = asyncio.run(provider.create(LaunchRequest("a", SOURCE)))
+    assert (launched.ref.name, launched.nodeclaim) == ("late", "a")
+    assert api.md["spec"]["replicas"] == 1

@@ -13,7 +13,14 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from kapstan.capi.provider import LaunchedMachine, LaunchRequest, MachineRef, NotFound, ProviderError
+from kapstan.capi.provider import (
+    CloudProvider,
+    LaunchedMachine,
+    LaunchRequest,
+    MachineRef,
+    NotFound,
+    ProviderError,
+)
 
 Method = Literal["create", "delete", "get", "list"]
 
@@ -25,7 +32,7 @@ class Call:
 
 
 @dataclass
-class FakeProvider:
+class FakeProvider(CloudProvider):
     """Machines are named ``<source name>-<n>`` with providerID ``fake://<name>``."""
 
     calls: builtins.list[Call] = field(default_factory=builtins.list)

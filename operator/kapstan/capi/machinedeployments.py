@@ -21,6 +21,7 @@ from kapstan.capi import topology
 from kapstan.capi.provider import (
     NODECLAIM_ANNOTATION,
     BelowMinSize,
+    CloudProvider,
     CreateError,
     InsufficientCapacity,
     LaunchedMachine,
@@ -35,7 +36,7 @@ from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
 
 
-class MachineDeploymentProvider:
+class MachineDeploymentProvider(CloudProvider):
     """Launches and removes nodes by scaling MDs in the management cluster that ``client`` talks to."""
 
     def __init__(self, client: Client, *, machine_timeout: float = 60.0, poll_interval: float = 0.25) -> None:
@@ -55,6 +56,10 @@ class MachineDeploymentProvider:
             deadline = time.monotonic() + self._machine_timeout
             scaled = False
             while True:
+                if time.monotonic() > deadline:
+                    raise CreateError(
+                        f"{what}: no new Machine of {ns}/{md_name} within {self._machine_timeout:.0f}s"
+                    )
                 md = await self._get_md(ns, md_name, what)
                 await self._refuse_if_paused(md, what)
                 machines = await self._machines(ns, md_name)
@@ -74,10 +79,6 @@ class MachineDeploymentProvider:
                     scaled = await self._scale_up(md, what)
                     if not scaled:
                         continue  # the MD changed under us; re-read before deciding again
-                if time.monotonic() > deadline:
-                    raise CreateError(
-                        f"{what}: no new Machine of {c.display(md)} within {self._machine_timeout:.0f}s"
-                    )
                 await asyncio.sleep(self._poll_interval)
 
     async def _scale_up(self, md: Object, what: str) -> bool:
