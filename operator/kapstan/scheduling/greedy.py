@@ -49,7 +49,6 @@ class Checks:
     """One pod's constraints at one relaxation level, resolved against the topology groups."""
 
     pod: Pod
-    prefs: Preferences
     requirements: dict[str, reqs.Requirement]
     prefer: bool
     """Whether PreferNoSchedule taints still count."""
@@ -104,7 +103,6 @@ class Scheduler:
         symmetric = [(gid, topo.groups[gid].key) for gid in topo.selecting(pod) if gid in topo.anti_owners]
         return Checks(
             pod,
-            prefs,
             prefs.node_requirements(),
             not prefs.tolerate_prefer_no_schedule,
             spread,

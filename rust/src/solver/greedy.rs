@@ -22,7 +22,6 @@ use super::topology::{min_count, spread_group, term_group, untolerated};
 
 pub struct Checks {
     pub pod: usize,
-    pub prefs: Preferences,
     pub requirements: Reqs,
     pub prefer: bool,
     pub spread: Vec<(TopologySpreadConstraint, usize, BTreeSet<String>, i64)>,
@@ -189,7 +188,7 @@ impl<'s> Scheduler<'s> {
 
     // -- checks -------------------------------------------------------------------------------------
 
-    pub fn checks(&mut self, pod_id: usize, prefs: Preferences) -> Checks {
+    pub fn checks(&mut self, pod_id: usize, prefs: &Preferences) -> Checks {
         let pod = &self.pods[pod_id];
         let topo = &mut self.topology;
         let mut spread = Vec::new();
@@ -235,7 +234,6 @@ impl<'s> Scheduler<'s> {
             pod: pod_id,
             requirements: prefs.node_requirements(pod),
             prefer: !prefs.tolerate_prefer_no_schedule,
-            prefs,
             spread,
             rules,
             affinity,
@@ -718,7 +716,7 @@ impl<'s> Scheduler<'s> {
     fn place_with_relaxation(&mut self, pod_id: usize) -> Result<(), String> {
         let mut prefs = Preferences::strict(&self.pods[pod_id]);
         loop {
-            let checks = self.checks(pod_id, prefs.clone());
+            let checks = self.checks(pod_id, &prefs);
             match self.place(&checks) {
                 Ok(()) => {
                     self.placed_prefs.insert(pod_id, prefs);

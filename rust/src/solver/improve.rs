@@ -228,7 +228,7 @@ fn replace(
             Some(found) => found.clone(),
             None => {
                 let prefs = s.placed_prefs[&pod].clone();
-                let built = Rc::new(s.checks(pod, prefs));
+                let built = Rc::new(s.checks(pod, &prefs));
                 cache.insert(pod, built.clone());
                 built
             }
