@@ -35,12 +35,32 @@ pytestmark = pytest.mark.sandbox
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 _ids = itertools.count()
+_namespaces: list[str] = []
+"""Namespaces made by the running test, emptied of Machines when it ends (their Nodes are cluster-wide)."""
+
+
+async def _namespace(client: Client, prefix: str) -> str:
+    ns = f"capi-{prefix}-{int(time.time())}-{next(_ids)}"
+    await client.create(NAMESPACES, {"metadata": {"name": ns}})
+    _namespaces.append(ns)
+    return ns
+
+
+async def _scale_everything_to_zero(client: Client) -> None:
+    while _namespaces:
+        ns = _namespaces.pop()
+        for cluster in (await client.request("GET", c.CLUSTERS, namespace=ns))["items"]:
+            await client.patch(c.CLUSTERS, c.name(cluster), {"spec": {"paused": False}}, namespace=ns)
+        for md in (await client.request("GET", c.MACHINEDEPLOYMENTS, namespace=ns))["items"]:
+            unpause = {"metadata": {"annotations": {c.PAUSED_ANNOTATION: None}}}
+            await client.patch(c.MACHINEDEPLOYMENTS, c.name(md), unpause, namespace=ns)
+            zero = {"spec": {"replicas": 0}}
+            await client.patch(c.MACHINEDEPLOYMENTS, c.name(md), zero, namespace=ns, subresource="scale")
 
 
 async def _pool(client: Client, prefix: str, annotations: dict[str, str] | None = None) -> FlavorSource:
     """A fresh namespace with a standalone Cluster and an MD ``pool`` at 0 replicas."""
-    ns = f"capi-{prefix}-{int(time.time())}-{next(_ids)}"
-    await client.create(NAMESPACES, {"metadata": {"name": ns}})
+    ns = await _namespace(client, prefix)
     md = m.machine_deployment("pool", ns, "c", "workers", "c3-8")
     md["metadata"]["annotations"] = dict(annotations or {})
     for manifest in [
@@ -85,7 +105,10 @@ async def _eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: 
 def _run(sandbox: Sandbox, scenario: Callable[[Client, MachineDeploymentProvider], Awaitable[None]]) -> None:
     async def main() -> None:
         client = await Client.connect(str(sandbox.management_kubeconfig))
-        await scenario(client, MachineDeploymentProvider(client, machine_timeout=30.0))
+        try:
+            await scenario(client, MachineDeploymentProvider(client, machine_timeout=30.0))
+        finally:
+            await _scale_everything_to_zero(client)
 
     asyncio.run(main())
 
@@ -232,8 +255,7 @@ def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
     """An entry's MD is scaled as it is; a class no entry uses gets an entry named after it."""
 
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        ns = f"capi-topology-{int(time.time())}-{next(_ids)}"
-        await client.create(NAMESPACES, {"metadata": {"name": ns}})
+        ns = await _namespace(client, "topology")
         workers = {"c3-8": ("workers", "c3-8"), "c3-16": ("workers", "c3-16")}
         for manifest in [
             m.flavor_template("c3-8", ns),
