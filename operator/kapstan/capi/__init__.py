@@ -2,7 +2,9 @@
 
 Controllers see one seam, ``CloudProvider`` in ``provider`` (STYLE.md habit 2): launch a Machine for a
 NodeClaim, delete exactly that Machine, get and list the Machines kapstan has claimed. The real
-implementation scales MachineDeployments (``machinedeployments``); ``fake`` stands in for it in unit tests.
+implementation scales MachineDeployments (``machinedeployments``), adding a topology entry for a worker
+class no pool uses yet (``topology``), and reads CAPI objects through ``contract``; ``fake`` stands in for
+it in unit tests.
 """
 
 from kapstan.capi.provider import (
