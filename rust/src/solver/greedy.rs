@@ -645,9 +645,11 @@ impl<'s> Scheduler<'s> {
         if flavors.is_empty() {
             return Err("it does not tolerate the taints of any flavor".into());
         }
+        let request = &self.requests[checks.pod];
+        let zero = vec![0; request.len()];
         let roomy: Vec<Rc<Flavor>> = flavors
             .iter()
-            .filter(|f| res::fits(&[], &pod.requests, &f.net))
+            .filter(|f| res::dense_fits(&zero, request, &f.net_dense))
             .cloned()
             .collect();
         if roomy.is_empty() {
