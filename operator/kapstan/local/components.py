@@ -95,17 +95,25 @@ def apiserver(art: Artifacts, name: str, etcd_url: str, pki: Path, data: Path) -
     return Component(f"kube-apiserver-{name}", argv, f"https://127.0.0.1:{port}/readyz", True), port
 
 
-def controller_manager(art: Artifacts, name: str, kubeconfig: Path, pki: Path) -> Component:
-    port = free_port()
-    argv = [
-        str(art.sandbox),
-        "kube-controller-manager",
+def _control_loop_flags(kubeconfig: Path, port: int) -> list[str]:
+    """What the controller-manager and the scheduler share: one kubeconfig for everything, serving health
+    on loopback only, no leader election (one replica each)."""
+    return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
         "--leader-elect=false",
+    ]
+
+
+def controller_manager(art: Artifacts, name: str, kubeconfig: Path, pki: Path) -> Component:
+    port = free_port()
+    argv = [
+        str(art.sandbox),
+        "kube-controller-manager",
+        *_control_loop_flags(kubeconfig, port),
         f"--service-account-private-key-file={pki / 'sa.key'}",
         f"--root-ca-file={pki / 'ca.crt'}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -119,12 +127,7 @@ def scheduler(art: Artifacts, name: str, kubeconfig: Path) -> Component:
     argv = [
         str(art.sandbox),
         "kube-scheduler",
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--bind-address=127.0.0.1",
-        f"--secure-port={port}",
-        "--leader-elect=false",
+        *_control_loop_flags(kubeconfig, port),
         "--v=1",
     ]
     return Component(f"kube-scheduler-{name}", argv, f"https://127.0.0.1:{port}/healthz")
