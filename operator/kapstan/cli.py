@@ -20,6 +20,7 @@ from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import load_manifests
 from kapstan.cli_local import local_group
 from kapstan.cli_render import render_group
+from kapstan.cli_run import run_command
 from kapstan.scheduling.model import Plan
 from kapstan.snapshot import build_snapshot
 
@@ -83,3 +84,4 @@ def print_plan(plan: Plan, console: Console) -> None:
 
 main.add_command(local_group, "local")
 main.add_command(render_group, "render")
+main.add_command(run_command, "run")

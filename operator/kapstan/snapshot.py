@@ -18,6 +18,7 @@ from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, NodeClaim
 from kapstan.api.karpenter import NodePool as NodePoolObject
 from kapstan.api.manifests import Manifests
 from kapstan.catalog import Catalog, build_catalog, node_class_settings
+from kapstan.catalog.catalog import SkipSource
 from kapstan.scheduling.model import (
     HOSTNAME,
     INSTANCE_TYPE,
@@ -76,9 +77,12 @@ def build_snapshot(manifests: Manifests) -> Snapshot:
     return build_simulation_input(manifests).snapshot
 
 
-def build_simulation_input(manifests: Manifests, cluster: tuple[str, str] | None = None) -> SimulationInput:
-    """Everything the solver needs from the manifests; `cluster` = (namespace, name) limits the catalog."""
-    catalog = build_catalog(manifests, cluster)
+def build_simulation_input(
+    manifests: Manifests, cluster: tuple[str, str] | None = None, *, skip: SkipSource | None = None
+) -> SimulationInput:
+    """Everything the solver needs from the manifests; `cluster` = (namespace, name) limits the catalog,
+    `skip` makes flavor sources that cannot be described drop out instead of raising (`build_catalog`)."""
+    catalog = build_catalog(manifests, cluster, skip=skip)
     instance_types = _instance_types(manifests, catalog)
     namespace_labels = _namespace_labels(manifests)
     pending: list[Pod] = []

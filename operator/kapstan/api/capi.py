@@ -16,7 +16,7 @@ from kapstan.api.core import LabelSelector, Taint
 from kapstan.api.meta import KubeModel, KubeObject, TemplateMeta
 
 CAPI_GROUP = "cluster.x-k8s.io"
-INFRASTRUCTURE_GROUP = "infrastructure.cluster.x-k8s.io"
+INFRASTRUCTURE_GROUP_PREFIX = "infrastructure."
 BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
 
 

@@ -17,7 +17,7 @@ import yaml
 from kapstan.api.capi import (
     BOOTSTRAP_GROUP,
     CAPI_GROUP,
-    INFRASTRUCTURE_GROUP,
+    INFRASTRUCTURE_GROUP_PREFIX,
     Cluster,
     ClusterClass,
     InfrastructureMachineTemplate,
@@ -74,7 +74,9 @@ class Manifests:
                 self.add(_mapping(item, f"{location}, item {index + 1}"), f"{location}, item {index + 1}")
             return
         group, _, version = api_version.rpartition("/")
-        if group == INFRASTRUCTURE_GROUP and kind.endswith("MachineTemplate"):
+        # Providers serve their templates from infrastructure.cluster.x-k8s.io, or their own
+        # infrastructure.<domain> group (the sandbox's test provider does).
+        if group.startswith(INFRASTRUCTURE_GROUP_PREFIX) and kind.endswith("MachineTemplate"):
             template = InfrastructureMachineTemplate.parse(document, location)
             self.infra_templates[(kind, template.namespace, template.name)] = template
             return

@@ -15,6 +15,10 @@ GROUP, VERSION = "cluster.x-k8s.io", "v1beta2"
 MACHINEDEPLOYMENTS = Resource(GROUP, VERSION, "machinedeployments", "MachineDeployment")
 MACHINES = Resource(GROUP, VERSION, "machines", "Machine")
 CLUSTERS = Resource(GROUP, VERSION, "clusters", "Cluster")
+CLUSTERCLASSES = Resource(GROUP, VERSION, "clusterclasses", "ClusterClass")
+KUBEADMCONFIGTEMPLATES = Resource(
+    "bootstrap.cluster.x-k8s.io", "v1beta2", "kubeadmconfigtemplates", "KubeadmConfigTemplate"
+)
 
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"

@@ -14,7 +14,7 @@ Price: `kapstan.io/price-per-hour` on the source, else the NodeClass's price tab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kapstan.api.errors import ManifestError
@@ -115,13 +115,28 @@ def _price(flavor: Flavor, offer: FlavorOffer, settings: NodeClassSettings) -> f
     return settings.prices.get(flavor.name, relative_price(flavor.capacity))
 
 
-def build_catalog(manifests: Manifests, cluster: tuple[str, str] | None = None) -> Catalog:
-    """The flavors of every managed MD and worker pool (of one cluster, given as (namespace, name))."""
+SkipSource = Callable[[FlavorSource, ManifestError], None]
+
+
+def build_catalog(
+    manifests: Manifests, cluster: tuple[str, str] | None = None, *, skip: SkipSource | None = None
+) -> Catalog:
+    """The flavors of every managed MD and worker pool (of one cluster, given as (namespace, name)).
+
+    A source that cannot be described raises, unless ``skip`` is given: then it is told about the source
+    and its error and the catalog goes on without it (the operator must not stop provisioning from every
+    MD because one lacks its capacity annotations).
+    """
     flavors: dict[str, Flavor] = {}
     for candidate in candidates(manifests, cluster):
-        described = _describe(candidate)
-        known = flavors.get(described.name)
-        flavors[described.name] = _merge(known, described) if known else described
+        try:
+            described = _describe(candidate)
+            known = flavors.get(described.name)
+            flavors[described.name] = _merge(known, described) if known else described
+        except ManifestError as error:
+            if skip is None:
+                raise
+            skip(candidate.source, error)
     return Catalog(tuple(flavors.values()))
 
 

@@ -29,6 +29,7 @@ FLAVOR_PATHS: Mapping[str, Path] = {
     "DOMachineTemplate": (*_SPEC, "size"),
     "IBMVPCMachineTemplate": (*_SPEC, "profile"),
     "CloudStackMachineTemplate": (*_SPEC, "offering", "name"),
+    "TestMachineTemplate": (*_SPEC, "instanceType"),  # the sandbox's provider (sandbox/provider)
 }
 """Kind to the field holding the flavor (instance type) name."""
 

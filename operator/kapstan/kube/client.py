@@ -91,6 +91,33 @@ class Client:
                 result: Object = response.json()
                 return result
 
+    async def resources(self, api_version: str) -> dict[str, Resource]:
+        """Discovery: the kinds served at ``api_version`` (``group/version``, or ``v1``), by kind.
+
+        Infrastructure templates are referenced by group and kind only, and every provider names its own
+        kinds, so their plurals come from the server rather than from a table of ours.
+        """
+        with translate(f"discovering {api_version}"):
+            async with self._api.call_api(
+                "GET", version=api_version, url="", timeout=self.request_timeout
+            ) as response:
+                listing: Object = response.json()
+        group, _, version = api_version.rpartition("/")
+        return {
+            item["kind"]: Resource(group, version, item["name"], item["kind"], bool(item.get("namespaced")))
+            for item in listing.get("resources", [])
+            if "/" not in item["name"]  # subresources: "machinedeployments/scale"
+        }
+
+    async def preferred_version(self, group: str) -> str:
+        """The version the server prefers for ``group`` (``group/version``)."""
+        with translate(f"discovering API group {group}"):
+            async with self._api.call_api(
+                "GET", version="", base=f"/apis/{group}", url="", timeout=self.request_timeout
+            ) as response:
+                found: Object = response.json()
+        return str(found["preferredVersion"]["groupVersion"])
+
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         return await self.request("GET", resource, namespace=namespace, name=name)
 

@@ -51,7 +51,7 @@ class Informer:
         self.store = Store(indexers)
         self.resource_version = ""
         self._selector = {"labelSelector": label_selector} if label_selector else {}
-        self._handler = handler
+        self._handlers: list[Handler] = [handler] if handler is not None else []
         self._watch_timeout = watch_timeout
         self._page_size = page_size
         self._backoff = backoff
@@ -66,6 +66,10 @@ class Informer:
 
     async def wait_synced(self) -> None:
         await self._synced.wait()
+
+    def add_handler(self, handler: Handler) -> None:
+        """Call ``handler`` for every change from now on (several controllers may watch one kind)."""
+        self._handlers.append(handler)
 
     async def run(self) -> None:
         """List and watch until cancelled."""
@@ -149,9 +153,9 @@ class Informer:
             self.resource_version = rv
 
     def _emit(self, events: list[Event]) -> None:
-        if self._handler is not None:
-            for event in events:
-                self._handler(event)
+        for event in events:
+            for handler in self._handlers:
+                handler(event)
 
     @property
     def _what(self) -> str:

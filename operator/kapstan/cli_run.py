@@ -1,0 +1,63 @@
+"""``kapstan run``: the autoscaler itself (DESIGN.md "The two clusters" for the flags)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from kapstan.controllers.manager import Manager, Options, StartupError, connect
+from kapstan.controllers.state import ClusterRef
+from kapstan.observability import logging as logs
+
+
+@click.command("run")
+@click.option("--cluster", required=True, help="The Cluster to autoscale, NAMESPACE/NAME (management side).")
+@click.option("--workload-kubeconfig", default=None, help="Default: in-cluster, or $KUBECONFIG.")
+@click.option("--management-kubeconfig", default=None, help="Default: the workload cluster's credentials.")
+@click.option("--engine", type=click.Choice(["rust", "python"]), default=None, help="Default: rust if built.")
+@click.option(
+    "--metrics-address", default="0.0.0.0:8080", show_default=True, help="/metrics, /healthz, /readyz."
+)
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
+@click.option("--leader-election-namespace", default="kube-system", show_default=True)
+@click.option("--leader-election-id", default="kapstan", show_default=True, help="The Lease's name.")
+@click.option("--log-level", default="info", show_default=True)
+@click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+def run_command(
+    cluster: str,
+    workload_kubeconfig: str | None,
+    management_kubeconfig: str | None,
+    engine: str | None,
+    metrics_address: str,
+    leader_elect: bool,
+    leader_election_namespace: str,
+    leader_election_id: str,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Watch pending pods and provision the cheapest right-sized nodes by scaling MachineDeployments."""
+    try:
+        logs.configure(log_level, "json" if log_format == "json" else "text")
+        options = Options(
+            cluster=ClusterRef.parse(cluster),
+            workload_kubeconfig=workload_kubeconfig,
+            management_kubeconfig=management_kubeconfig or workload_kubeconfig,
+            engine=engine,
+            metrics_address=metrics_address,
+            leader_elect=leader_elect,
+            leader_election_namespace=leader_election_namespace,
+            leader_election_id=leader_election_id,
+        )
+        asyncio.run(_run(options))
+    except (StartupError, ValueError) as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass
+
+
+async def _run(options: Options) -> None:
+    workload, management = await connect(options)
+    await Manager(options, workload, management).run()

@@ -1,0 +1,63 @@
+"""Nodes that carry ``karpenter.sh/unregistered`` but belong to no NodeClaim are adopted, never left tainted.
+
+Such a Node comes from a Machine kapstan did not ask for: a manual scale-up, a rollout of a managed MD
+whose template has the taint (DESIGN.md "CAPI facts"). The taint would keep every pod off it forever, so
+once it is clear that no NodeClaim will register the Node, kapstan removes the taint and says so in an
+Event. A Node whose Machine is claimed is the lifecycle controller's, and is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.lifecycle import UNREGISTERED_TAINT
+from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.kube.controller import Controller, Result
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODES
+
+log = logging.getLogger(__name__)
+
+GRACE = 60.0
+"""Seconds a Node without a Machine is given for CAPI to record its providerID on one."""
+
+
+class Adoption:
+    def __init__(self, state: ClusterState, events: EventRecorder) -> None:
+        self.state = state
+        self.events = events
+        self.controller = Controller("adoption", self.reconcile)
+        state.nodes.add_handler(self.controller.enqueue)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    async def reconcile(self, key: str) -> Result:
+        node = self.state.nodes.store.get(key)
+        if node is None:
+            return Result()
+        taints = node.get("spec", {}).get("taints") or []
+        if not any(t.get("key") == UNREGISTERED_TAINT for t in taints):
+            return Result()
+        provider_id = node.get("spec", {}).get("providerID", "")
+        if provider_id and self.state.node_claims.store.by_index(PROVIDER_ID, provider_id):
+            return Result()
+        machines = self.state.machines.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
+        if any(NODECLAIM_ANNOTATION in (m["metadata"].get("annotations") or {}) for m in machines):
+            return Result()  # claimed: the claim's registration removes the taint
+        age = cond.age_seconds(node["metadata"].get("creationTimestamp"))
+        if not machines and age < GRACE:
+            return Result(requeue_after=GRACE - age)
+        kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT]
+        patch = {
+            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "spec": {"taints": kept},
+        }
+        await self.state.workload.patch(NODES, key, patch)
+        log.info("adopted node", extra={"node": key})
+        await self.events.emit(
+            node, "Normal", "Adopted", f"no NodeClaim owns this node: removed the {UNREGISTERED_TAINT} taint"
+        )
+        return Result()

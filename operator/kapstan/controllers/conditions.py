@@ -1,0 +1,65 @@
+"""Status conditions as Kubernetes writes them (``metav1.Condition``), and timestamps.
+
+``lastTransitionTime`` changes only when the status flips, so a controller that sets the same condition
+on every reconcile neither bumps the time nor, when nothing else changed, writes at all.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kapstan.kube.client import Object
+
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def age_seconds(text: str | None) -> float:
+    """Seconds since the RFC 3339 time ``text`` (0 when absent)."""
+    when = parse_time(text)
+    return (datetime.now(UTC) - when).total_seconds() if when else 0.0
+
+
+def conditions_of(obj: Object) -> list[dict[str, Any]]:
+    return list(obj.get("status", {}).get("conditions") or [])
+
+
+def find(obj: Object, kind: str) -> dict[str, Any] | None:
+    return next((c for c in conditions_of(obj) if c.get("type") == kind), None)
+
+
+def is_true(obj: Object, kind: str) -> bool:
+    found = find(obj, kind)
+    return found is not None and found.get("status") == TRUE
+
+
+def with_condition(
+    conditions: list[dict[str, Any]],
+    kind: str,
+    status: str,
+    reason: str,
+    message: str = "",
+    generation: int = 0,
+) -> list[dict[str, Any]]:
+    """``conditions`` with ``kind`` set; its transition time kept unless the status changes."""
+    old = next((c for c in conditions if c.get("type") == kind), None)
+    changed = old is None or old.get("status") != status
+    condition = {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": now_text() if changed or old is None else old["lastTransitionTime"],
+    }
+    return [c for c in conditions if c.get("type") != kind] + [condition]

@@ -1,0 +1,121 @@
+"""``kapstan run``: connect to both clusters, start the informers, elect a leader, run the controllers.
+
+Every replica keeps its informers warm, so a new leader acts on a full cache within seconds; only the
+Lease holder runs controllers. ``/readyz`` turns ready once every informer has synced, ``/healthz`` while
+the event loop answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kapstan.capi import contract as c
+from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.capi.provider import CloudProvider
+from kapstan.controllers.adoption import Adoption
+from kapstan.controllers.lifecycle import Lifecycle, Timeouts
+from kapstan.controllers.nodeclaims import NodeClaimController
+from kapstan.controllers.provisioner import BatchWindow, Provisioner
+from kapstan.controllers.state import ClusterRef, ClusterState
+from kapstan.controllers.termination import Terminator
+from kapstan.kube.client import Client
+from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.leader import LeaderConfig, LeaderElector
+from kapstan.observability import server
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """kapstan cannot start: a kubeconfig or the Cluster is missing. The message says which."""
+
+
+@dataclass(frozen=True)
+class Options:
+    cluster: ClusterRef
+    workload_kubeconfig: str | None = None
+    management_kubeconfig: str | None = None
+    engine: str | None = None
+    metrics_address: str = "0.0.0.0:8080"
+    leader_elect: bool = True
+    leader_election_namespace: str = "kube-system"
+    leader_election_id: str = "kapstan"
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}_{os.getpid()}")
+    leader: LeaderConfig = field(default_factory=LeaderConfig)
+    batch: BatchWindow = field(default_factory=BatchWindow)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+
+class Manager:
+    def __init__(self, options: Options, workload: Client, management: Client) -> None:
+        self.options = options
+        self.state = ClusterState(workload, management, options.cluster)
+        self.events = EventRecorder(workload, "kapstan")
+        self.provider: CloudProvider = MachineDeploymentProvider(management)
+        self.provisioner = Provisioner(self.state, self.events, engine=options.engine, window=options.batch)
+        lifecycle = Lifecycle(
+            self.state, self.provider, self.events, self.state.simulation_input, options.timeouts
+        )
+        terminator = Terminator(self.state, self.provider, self.events)
+        self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator)
+        self.adoption = Adoption(self.state, self.events)
+
+    async def run(self) -> None:
+        host, _, port = self.options.metrics_address.rpartition(":")
+        http = await server.serve(host or "0.0.0.0", int(port), lambda: self.state.synced)
+        informers = asyncio.ensure_future(self.state.run())
+        try:
+            if self.options.leader_elect:
+                elector = LeaderElector(
+                    self.state.workload,
+                    self.options.leader_election_namespace,
+                    self.options.leader_election_id,
+                    self.options.identity,
+                    self.options.leader,
+                )
+                await elector.run(self.lead)
+            else:
+                await self.lead()
+        finally:
+            informers.cancel()
+            await asyncio.gather(informers, return_exceptions=True)
+            http.close()
+
+    async def lead(self) -> None:
+        log.info("leading", extra={"identity": self.options.identity})
+        await self.state.wait_synced()
+        log.info("caches synced; starting controllers")
+        await asyncio.gather(self.provisioner.run(), self.nodeclaims.run(), self.adoption.run())
+
+
+async def connect(options: Options) -> tuple[Client, Client]:
+    """Both clients, checked: the kubeconfigs exist, the servers answer, the Cluster is there."""
+    for flag, path in (
+        ("--workload-kubeconfig", options.workload_kubeconfig),
+        ("--management-kubeconfig", options.management_kubeconfig),
+    ):
+        if path is not None and not Path(path).is_file():
+            raise StartupError(f"{flag}: no kubeconfig at {path}")
+    try:
+        workload = await Client.connect(options.workload_kubeconfig)
+        management = (
+            workload
+            if options.management_kubeconfig == options.workload_kubeconfig
+            else await Client.connect(options.management_kubeconfig)
+        )
+    except ApiError as error:
+        raise StartupError(str(error)) from error
+    cluster = options.cluster
+    try:
+        await management.get(c.CLUSTERS, cluster.name, cluster.namespace)
+    except ApiError as error:
+        if error.not_found:
+            raise StartupError(f"--cluster: Cluster {cluster} not found in the management cluster") from error
+        raise StartupError(f"reading Cluster {cluster}: {error}") from error
+    return workload, management

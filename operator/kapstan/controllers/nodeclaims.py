@@ -1,0 +1,47 @@
+"""One controller for NodeClaims: a live claim goes through its lifecycle, a deleting one through
+termination. One queue for both means one claim is never launched and terminated at the same time."""
+
+from __future__ import annotations
+
+from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.controllers.lifecycle import Lifecycle
+from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.controllers.termination import Terminator
+from kapstan.kube.controller import Controller, Result
+from kapstan.kube.store import Event
+
+
+class NodeClaimController:
+    def __init__(
+        self, state: ClusterState, lifecycle: Lifecycle, terminator: Terminator, workers: int = 4
+    ) -> None:
+        self.state = state
+        self.lifecycle = lifecycle
+        self.terminator = terminator
+        # Several workers: a launch waits on its MD (up to a minute), claims of other MDs go on meanwhile.
+        self.controller = Controller("nodeclaim", self.reconcile, workers=workers)
+        state.node_claims.add_handler(self.controller.enqueue)
+        state.nodes.add_handler(self._on_node)
+        state.machines.add_handler(self._on_machine)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    async def reconcile(self, key: str) -> Result:
+        claim = self.state.node_claims.store.get(key)
+        if claim is None:
+            return Result()
+        if claim["metadata"].get("deletionTimestamp"):
+            return await self.terminator.reconcile(claim)
+        return await self.lifecycle.reconcile(claim)
+
+    def _on_node(self, event: Event) -> None:
+        provider_id = event.object.get("spec", {}).get("providerID")
+        if provider_id:
+            for claim in self.state.node_claims.store.by_index(PROVIDER_ID, provider_id):
+                self.controller.queue.add(claim["metadata"]["name"])
+
+    def _on_machine(self, event: Event) -> None:
+        claim = (event.object["metadata"].get("annotations") or {}).get(NODECLAIM_ANNOTATION)
+        if claim:
+            self.controller.queue.add(claim)

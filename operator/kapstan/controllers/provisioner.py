@@ -1,0 +1,285 @@
+"""Pending pods in, NodeClaims out (DESIGN.md "Data flow" 3).
+
+Pods the scheduler could not place open a batch; the batch closes after 1 s without a new pod or 10 s
+after it opened, whichever comes first (Karpenter's batch idle and max durations), so a Deployment of 500
+replicas is one decision, not 500. Then the provisioner snapshots both clusters, solves, and creates one
+NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
+crash between the two leaves a NodeClaim that the next leader launches, never a Machine nobody owns.
+
+In-flight NodeClaims are nodes in the snapshot (``kapstan.snapshot``), so pods that already have a claim
+on the way land on it again in the next batch instead of asking for another one: a retried or repeated
+batch does not double-provision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from kapstan import scheduling
+from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
+from kapstan.api.quantity import format_quantity
+from kapstan.catalog import FlavorSource
+from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
+from kapstan.kube.client import Object
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.store import Event
+from kapstan.scheduling.model import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    ZONE,
+    PlannedNodeClaim,
+    Snapshot,
+)
+from kapstan.snapshot import build_simulation_input
+
+log = logging.getLogger(__name__)
+
+NODEPOOL_HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
+NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
+NODEPOOL_HASH_VERSION = "v3"
+PRICE_ANNOTATION = "kapstan.io/price-per-hour"
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+_NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
+
+
+@dataclass(frozen=True)
+class BatchWindow:
+    idle: float = 1.0
+    maximum: float = 10.0
+
+
+def nodepool_hash(pool: Object) -> str:
+    """A digest of the NodePool's template, so drift can tell a claim made from an older template."""
+    template = pool.get("spec", {}).get("template", {})
+    canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class Batcher:
+    """Collects triggers into batches: ``wait()`` returns once a batch has closed."""
+
+    def __init__(self, window: BatchWindow, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._window = window
+        self._clock = clock
+        self._trigger = asyncio.Event()
+        self._last = 0.0
+
+    def trigger(self) -> None:
+        self._last = self._clock.now()
+        self._trigger.set()
+
+    async def wait(self) -> None:
+        await self._trigger.wait()
+        opened = self._clock.now()
+        while True:
+            now = self._clock.now()
+            idle_end = self._last + self._window.idle
+            max_end = opened + self._window.maximum
+            if now >= idle_end or now >= max_end:
+                break
+            await self._clock.sleep(min(idle_end, max_end) - now)
+        self._trigger.clear()
+
+
+class Provisioner:
+    def __init__(
+        self,
+        state: ClusterState,
+        events: EventRecorder,
+        *,
+        engine: str | None = None,
+        window: BatchWindow | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.state = state
+        self.events = events
+        self.engine = engine
+        self.batcher = Batcher(window or BatchWindow(), clock)
+        state.pods.add_handler(self._on_pod)
+        for informer in (state.node_pools, state.node_classes, state.machine_deployments, state.node_claims):
+            informer.add_handler(self._on_capacity_change)
+
+    def _on_pod(self, event: Event) -> None:
+        if event.type == "DELETED" or not provisionable(event.object):
+            return
+        old = event.old
+        if old is None or not provisionable(old) or old.get("spec") != event.object.get("spec"):
+            self.batcher.trigger()
+
+    def _on_capacity_change(self, event: Event) -> None:
+        # A new or changed NodePool, flavor source, or a claim that went away may make pending pods
+        # placeable; a status-only update (same generation) changes nothing the solver reads.
+        old_generation = (event.old or {}).get("metadata", {}).get("generation")
+        if event.type == "MODIFIED" and event.object["metadata"].get("generation") == old_generation:
+            return
+        if any(provisionable(pod) for pod in self.state.pods.store.objects()):
+            self.batcher.trigger()
+
+    async def run(self) -> None:
+        while True:
+            await self.batcher.wait()
+            try:
+                await self.provision()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("provisioning failed; retrying with the next batch")
+                await asyncio.sleep(5.0)
+                self.batcher.trigger()
+
+    async def provision(self) -> list[Object]:
+        """One batch: snapshot, solve, create NodeClaims; returns the NodeClaims created."""
+        gathered = await self.state.gather()
+        await self._report(gathered.problems)
+        pools = self._ready_pools(gathered)
+        skipped: list[tuple[FlavorSource, ManifestError]] = []
+        try:
+            simulation = build_simulation_input(
+                gathered.manifests,
+                (self.state.cluster.namespace, self.state.cluster.name),
+                skip=lambda source, error: skipped.append((source, error)),
+            )
+        except ManifestError as error:
+            log.error("cannot build a snapshot: %s", error)
+            return []
+        for source, problem in skipped:
+            await self._report_source(source, problem)
+        snapshot = simulation.snapshot
+        if not snapshot.pods:
+            return []
+        started = time.monotonic()
+        plan = await asyncio.to_thread(scheduling.solve, snapshot, self.engine)
+        log.info(
+            "solved",
+            extra={
+                "pods": len(snapshot.pods),
+                "nodeclaims": len(plan.node_claims),
+                "unschedulable": len(plan.unschedulable),
+                "engine": plan.engine,
+                "seconds": round(time.monotonic() - started, 4),
+                "pricePerHour": plan.total_price_per_hour,
+            },
+        )
+        created = []
+        for claim in plan.node_claims:
+            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot)
+            made = await self.state.workload.create(NODECLAIMS, body)
+            created.append(made)
+            name = made["metadata"]["name"]
+            log.info(
+                "created nodeclaim",
+                extra={"nodeclaim": name, "nodepool": claim.node_pool, "instanceType": claim.instance_type},
+            )
+            for pod_key in claim.pods:
+                await self._pod_event(
+                    pod_key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}"
+                )
+        for pod_key, reason in plan.unschedulable.items():
+            await self._pod_event(pod_key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
+        return created
+
+    def _ready_pools(self, gathered: Gathered) -> dict[str, Object]:
+        """NodePools whose NodeClass exists; the others are left out of the snapshot (their status says
+        why, see the nodepool status controller)."""
+        classes = {nc.name for nc in gathered.manifests.node_classes}
+        kept = []
+        for pool in gathered.manifests.node_pools:
+            ref = pool.spec.template.spec.node_class_ref
+            if (ref.group, ref.kind) == (NODECLASS_GROUP, NODECLASS_KIND) and ref.name in classes:
+                kept.append(pool)
+        gathered.manifests.node_pools = kept
+        objects = {pool["metadata"]["name"]: pool for pool in self.state.node_pools.store.objects()}
+        return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
+
+    async def _pod_event(self, pod_key: str, kind: str, reason: str, message: str) -> None:
+        namespace, _, name = pod_key.partition("/")
+        pod = self.state.pods.store.get_by_name(name, namespace)
+        if pod is not None:
+            await self.events.emit(pod, kind, reason, message)  # type: ignore[arg-type]
+
+    async def _report(self, problems: list[Problem]) -> None:
+        for problem in problems:
+            log.warning("left out of the snapshot: %s", problem.error)
+            await self.events.emit(problem.obj, "Warning", "InvalidObject", str(problem.error))
+
+    async def _report_source(self, source: FlavorSource, error: ManifestError) -> None:
+        """An Event on the MD (or, for a worker class, the Cluster) that the catalog had to leave out."""
+        log.warning("flavor source left out of the catalog: %s", error)
+        if source.kind == "MachineDeployment":
+            obj = self.state.machine_deployments.store.get_by_name(source.name, source.namespace)
+        else:
+            obj = self.state.clusters.store.get_by_name(source.cluster, source.namespace)
+        if obj is not None:
+            await self.events.emit(obj, "Warning", "FlavorUnavailable", str(error))
+
+
+def nodeclaim_manifest(claim: PlannedNodeClaim, pool: Object, snapshot: Snapshot) -> Object:
+    """The NodeClaim for one planned node: the pool's template narrowed to the chosen offering."""
+    template = pool["spec"]["template"]
+    spec = template.get("spec", {})
+    pool_name = pool["metadata"]["name"]
+    labels = {
+        **(template.get("metadata", {}).get("labels") or {}),
+        **claim.labels,
+        NODEPOOL: pool_name,
+        INSTANCE_TYPE: claim.instance_type,
+        ZONE: claim.zone,
+        CAPACITY_TYPE: claim.capacity_type,
+    }
+    requirements = [r for r in spec.get("requirements") or [] if r.get("key") not in _NARROWED]
+    requirements += [
+        {"key": INSTANCE_TYPE, "operator": "In", "values": [claim.instance_type]},
+        {"key": ZONE, "operator": "In", "values": [claim.zone]},
+        {"key": CAPACITY_TYPE, "operator": "In", "values": [claim.capacity_type]},
+    ]
+    body: Object = {
+        "apiVersion": NODECLAIMS.api_version,
+        "kind": NODECLAIMS.kind,
+        "metadata": {
+            "generateName": f"{pool_name}-",
+            "labels": labels,
+            "annotations": {
+                **(template.get("metadata", {}).get("annotations") or {}),
+                NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
+                NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+                PRICE_ANNOTATION: str(claim.price_per_hour),
+            },
+            "finalizers": [TERMINATION_FINALIZER],
+            "ownerReferences": [
+                {
+                    "apiVersion": pool["apiVersion"],
+                    "kind": pool["kind"],
+                    "name": pool_name,
+                    "uid": pool["metadata"]["uid"],
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeClassRef": spec["nodeClassRef"],
+            "requirements": requirements,
+            "resources": {"requests": _requests(claim, snapshot)},
+        },
+    }
+    for key in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
+        if spec.get(key):
+            body["spec"][key] = spec[key]
+    return body
+
+
+def _requests(claim: PlannedNodeClaim, snapshot: Snapshot) -> dict[str, str]:
+    pods = {pod.key: pod for pod in snapshot.pods}
+    total: dict[str, int] = {}
+    for key in claim.pods:
+        for name, amount in pods[key].requests.items():
+            total[name] = total.get(name, 0) + amount
+    return {name: format_quantity(name, amount) for name, amount in sorted(total.items())}

@@ -1,0 +1,291 @@
+"""The operator's picture of both clusters: one informer per kind, and the snapshot built from them.
+
+Workload side: pods, nodes, DaemonSets, namespaces, PDBs and the Karpenter kinds. Management side: the
+Cluster's MDs and Machines (selected by the ``cluster-name`` label CAPI puts on both), the Clusters,
+ClusterClasses and KubeadmConfigTemplates of its namespace. Infrastructure machine templates are read on
+demand through a cache instead: every provider has its own kind (discovered from the API server), and CAPI
+templates are immutable by convention, so a short TTL costs nothing and a rollout to a new template is a
+new name.
+
+``gather()`` turns the stores into the same ``Manifests`` that ``kapstan simulate`` reads from files, so
+the live operator and the simulator build their snapshots with one piece of code. An object that does not
+parse is left out and reported, not fatal: one bad MD must not stop provisioning from the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cachetools import TTLCache
+
+from kapstan.api.errors import ManifestError
+from kapstan.api.manifests import Manifests
+from kapstan.capi import contract as c
+from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
+from kapstan.kube.errors import ApiError
+from kapstan.kube.informer import Informer
+from kapstan.kube.kinds import (
+    DAEMONSETS,
+    NAMESPACES,
+    NODECLAIMS,
+    NODECLASSES,
+    NODEPOOLS,
+    NODES,
+    PDBS,
+    PODS,
+)
+from kapstan.kube.store import Indexer, field_indexer, label_indexer
+from kapstan.scheduling.model import NODEPOOL
+from kapstan.snapshot import SimulationInput, build_simulation_input
+
+PROVIDER_ID = "providerID"
+NODE_NAME = "nodeName"
+BY_NODEPOOL = "nodepool"
+BY_NODECLAIM = "nodeclaim"
+BY_DEPLOYMENT = "deployment"
+TEMPLATE_TTL = 300.0  # seconds
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """The Cluster kapstan scales, ``--cluster NAMESPACE/NAME``."""
+
+    namespace: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterRef:
+        namespace, _, name = text.partition("/")
+        if not namespace or not name or "/" in name:
+            raise ValueError(f"--cluster must be NAMESPACE/NAME, got {text!r}")
+        return cls(namespace, name)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An object left out of the snapshot, and why."""
+
+    obj: Object
+    error: ManifestError
+
+
+@dataclass
+class Gathered:
+    manifests: Manifests
+    problems: list[Problem] = field(default_factory=list)
+    skipped_sources: list[tuple[FlavorSource, ManifestError]] = field(default_factory=list)
+
+
+def annotation_indexer(annotation: str) -> Indexer:
+    def values(obj: Object) -> Iterable[str]:
+        value = (obj["metadata"].get("annotations") or {}).get(annotation)
+        return [value] if value else []
+
+    return values
+
+
+def provisionable(pod: Object) -> bool:
+    """A pod kapstan should find room for: the scheduler tried and found none (Karpenter's test too)."""
+    if pod.get("spec", {}).get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+        return False
+    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in pod["metadata"].get("ownerReferences") or []):
+        return False
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(
+        cond.get("type") == "PodScheduled"
+        and cond.get("status") == "False"
+        and cond.get("reason") == "Unschedulable"
+        for cond in conditions
+    )
+
+
+def _finished(pod: Object) -> bool:
+    return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+
+
+class TemplateCache:
+    """Infrastructure machine templates and ConfigMaps by reference, read through a TTL cache."""
+
+    def __init__(self, client: Client, ttl: float = TEMPLATE_TTL) -> None:
+        self._client = client
+        self._objects: TTLCache[tuple[str, str, str, str], Object | None] = TTLCache(maxsize=1024, ttl=ttl)
+        self._kinds: TTLCache[str, dict[str, Resource]] = TTLCache(maxsize=64, ttl=ttl)
+
+    async def get(self, api_group: str, kind: str, namespace: str, name: str) -> Object | None:
+        key = (api_group, kind, namespace, name)
+        if key in self._objects:
+            return self._objects[key]
+        resource = await self._resource(api_group, kind)
+        found: Object | None = None
+        if resource is not None:
+            try:
+                found = await self._client.get(resource, name, namespace)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+        self._objects[key] = found
+        return found
+
+    async def _resource(self, api_group: str, kind: str) -> Resource | None:
+        if api_group not in self._kinds:
+            try:
+                version = await self._client.preferred_version(api_group) if api_group else "v1"
+                self._kinds[api_group] = await self._client.resources(version)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+                self._kinds[api_group] = {}
+        return self._kinds[api_group].get(kind)
+
+
+class ClusterState:
+    def __init__(self, workload: Client, management: Client, cluster: ClusterRef) -> None:
+        self.workload = workload
+        self.management = management
+        self.cluster = cluster
+        self.pods = Informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
+        self.nodes = Informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
+        self.daemonsets = Informer(workload, DAEMONSETS)
+        self.namespaces = Informer(workload, NAMESPACES)
+        self.pdbs = Informer(workload, PDBS)
+        self.node_pools = Informer(workload, NODEPOOLS)
+        self.node_claims = Informer(
+            workload,
+            NODECLAIMS,
+            indexers={
+                PROVIDER_ID: field_indexer("status", "providerID"),
+                BY_NODEPOOL: label_indexer(NODEPOOL),
+            },
+        )
+        self.node_classes = Informer(workload, NODECLASSES)
+        mine = f"{c.CLUSTER_NAME_LABEL}={cluster.name}"
+        self.machine_deployments = Informer(
+            management, c.MACHINEDEPLOYMENTS, namespace=cluster.namespace, label_selector=mine
+        )
+        self.machines = Informer(
+            management,
+            c.MACHINES,
+            namespace=cluster.namespace,
+            label_selector=mine,
+            indexers={
+                PROVIDER_ID: field_indexer("spec", "providerID"),
+                BY_NODECLAIM: annotation_indexer(NODECLAIM_ANNOTATION),
+                BY_DEPLOYMENT: label_indexer(c.DEPLOYMENT_NAME_LABEL),
+            },
+        )
+        self.clusters = Informer(management, c.CLUSTERS, namespace=cluster.namespace)
+        self.cluster_classes = Informer(management, c.CLUSTERCLASSES, namespace=cluster.namespace)
+        self.bootstrap_templates = Informer(management, c.KUBEADMCONFIGTEMPLATES, namespace=cluster.namespace)
+        self.templates = TemplateCache(management)
+        self.config_maps = TemplateCache(workload)
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [
+            self.pods,
+            self.nodes,
+            self.daemonsets,
+            self.namespaces,
+            self.pdbs,
+            self.node_pools,
+            self.node_claims,
+            self.node_classes,
+            self.machine_deployments,
+            self.machines,
+            self.clusters,
+            self.cluster_classes,
+            self.bootstrap_templates,
+        ]
+
+    @property
+    def synced(self) -> bool:
+        return all(informer.has_synced for informer in self.informers)
+
+    async def run(self) -> None:
+        await asyncio.gather(*(informer.run() for informer in self.informers))
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
+
+    def cluster_object(self) -> Object | None:
+        return self.clusters.store.get_by_name(self.cluster.name, self.cluster.namespace)
+
+    async def simulation_input(self) -> SimulationInput:
+        """The live catalog and the instance types under the NodeClasses, without pods: what launching a
+        NodeClaim needs. Flavor sources that cannot be described are left out (the provisioner reports
+        them)."""
+        gathered = await self.gather(pods=False)
+        cluster = (self.cluster.namespace, self.cluster.name)
+        return build_simulation_input(gathered.manifests, cluster, skip=lambda source, error: None)
+
+    async def gather(self, *, pods: bool = True) -> Gathered:
+        """Everything the snapshot needs, as ``Manifests``; pending pods are the provisionable ones."""
+        gathered = Gathered(Manifests())
+
+        def add(objects: Iterable[Object]) -> None:
+            for obj in objects:
+                try:
+                    gathered.manifests.add(obj, f"{obj.get('kind')} {_key(obj)}")
+                except ManifestError as error:
+                    gathered.problems.append(Problem(obj, error))
+
+        if pods:
+            add(self.namespaces.store.objects())
+            add(self.nodes.store.objects())
+            add(self.daemonsets.store.objects())
+            add(self.pdbs.store.objects())
+            add(o for o in self.node_claims.store.objects() if not o["metadata"].get("deletionTimestamp"))
+            add(
+                pod
+                for pod in self.pods.store.objects()
+                if not _finished(pod) and (pod.get("spec", {}).get("nodeName") or provisionable(pod))
+            )
+        add(self.node_pools.store.objects())
+        add(self.node_classes.store.objects())
+        add(await self._config_maps())
+        add(self.clusters.store.objects())
+        add(self.cluster_classes.store.objects())
+        add(self.bootstrap_templates.store.objects())
+        add(await self._infrastructure_templates())
+        add(self.machine_deployments.store.objects())
+        return gathered
+
+    async def _infrastructure_templates(self) -> list[Object]:
+        refs: set[tuple[str, str, str, str]] = set()
+        for md in self.machine_deployments.store.objects():
+            ref = md.get("spec", {}).get("template", {}).get("spec", {}).get("infrastructureRef") or {}
+            if ref.get("kind") and ref.get("name"):
+                refs.add((ref.get("apiGroup", ""), ref["kind"], c.namespace(md), ref["name"]))
+        for cluster_class in self.cluster_classes.store.objects():
+            workers = cluster_class.get("spec", {}).get("workers", {}).get("machineDeployments") or []
+            for worker in workers:
+                ref = worker.get("infrastructure", {}).get("templateRef") or {}
+                if ref.get("kind") and ref.get("name"):
+                    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+                    refs.add((group, ref["kind"], c.namespace(cluster_class), ref["name"]))
+        found = [await self.templates.get(*ref) for ref in sorted(refs)]
+        return [template for template in found if template is not None]
+
+    async def _config_maps(self) -> list[Object]:
+        found = []
+        for node_class in self.node_classes.store.objects():
+            ref = node_class.get("spec", {}).get("priceTableRef")
+            if isinstance(ref, dict) and ref.get("name"):
+                config_map = await self.config_maps.get(
+                    CONFIGMAPS.group, CONFIGMAPS.kind, ref.get("namespace", "default"), ref["name"]
+                )
+                if config_map is not None:
+                    found.append(config_map)
+        return found
+
+
+def _key(obj: Object) -> str:
+    meta = obj.get("metadata", {})
+    return f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))

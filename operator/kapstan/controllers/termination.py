@@ -1,0 +1,147 @@
+"""The NodeClaim finalizer: drain the node, then remove exactly its Machine (DESIGN.md "Data flow" 7).
+
+Order matters. The Node is tainted ``karpenter.sh/disrupted:NoSchedule`` first so nothing new lands on
+it; its pods are evicted through the Eviction API, so PodDisruptionBudgets are honoured (a 429 means "not
+now", and the next reconcile asks again); only when the pods are gone is the Machine removed, through the
+provider, which marks it ``cluster.x-k8s.io/delete-machine`` before lowering replicas. The Node itself is
+never deleted by us: CAPI deletes it with its Machine (removing a Node first would make a
+MachineHealthCheck remediate). The finalizer comes off when the Machine is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
+from kapstan.controllers.provisioner import TERMINATION_FINALIZER
+from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.kube.client import Object
+from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+
+log = logging.getLogger(__name__)
+
+DISRUPTED_TAINT = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+@dataclass(frozen=True)
+class TerminationTiming:
+    poll: float = 2.0
+    blocked: float = 10.0
+
+
+class Terminator:
+    def __init__(
+        self,
+        state: ClusterState,
+        provider: CloudProvider,
+        events: EventRecorder,
+        timing: TerminationTiming | None = None,
+    ) -> None:
+        self.state = state
+        self.provider = provider
+        self.events = events
+        self.timing = timing or TerminationTiming()
+
+    async def reconcile(self, claim: Object) -> Result:
+        if TERMINATION_FINALIZER not in (claim["metadata"].get("finalizers") or []):
+            return Result()
+        node = self._node(claim)
+        if node is not None and not node["metadata"].get("deletionTimestamp"):
+            await self._taint(node)
+            remaining = await self._drain(claim, node)
+            if remaining:
+                return Result(requeue_after=self.timing.poll)
+        machines = self.state.machines.store.by_index(BY_NODECLAIM, claim["metadata"]["name"])
+        for machine in machines:
+            ref = MachineRef(machine["metadata"]["namespace"], machine["metadata"]["name"])
+            try:
+                await self.provider.delete(ref)
+            except (Paused, RollingOut, BelowMinSize) as error:
+                await self.events.emit(claim, "Warning", "TerminationBlocked", str(error))
+                return Result(requeue_after=self.timing.blocked)
+        if machines:
+            return Result(requeue_after=self.timing.poll)  # until CAPI has deleted the Machine
+        await self._remove_finalizer(claim)
+        log.info("terminated", extra={"nodeclaim": claim["metadata"]["name"]})
+        return Result()
+
+    def _node(self, claim: Object) -> Object | None:
+        status = claim.get("status", {})
+        if status.get("nodeName"):
+            found = self.state.nodes.store.get(status["nodeName"])
+            if found is not None:
+                return found
+        if status.get("providerID"):
+            nodes = self.state.nodes.store.by_index(PROVIDER_ID, status["providerID"])
+            return nodes[0] if nodes else None
+        return None
+
+    async def _taint(self, node: Object) -> None:
+        taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
+        if any(t.get("key") == DISRUPTED_TAINT["key"] for t in taints):
+            return
+        patch = {
+            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "spec": {"taints": [*taints, DISRUPTED_TAINT]},
+        }
+        await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
+
+    async def _drain(self, claim: Object, node: Object) -> int:
+        """Ask every evictable pod to leave; returns how many pods are still to go."""
+        remaining = 0
+        for pod in self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"]):
+            if not _evictable(pod):
+                continue
+            remaining += 1
+            if pod["metadata"].get("deletionTimestamp"):
+                continue  # leaving already
+            meta = pod["metadata"]
+            eviction = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            }
+            try:
+                await self.state.workload.request(
+                    "POST",
+                    PODS,
+                    namespace=meta["namespace"],
+                    name=meta["name"],
+                    subresource="eviction",
+                    body=eviction,
+                )
+            except ApiError as error:
+                if error.status == 429:
+                    await self.events.emit(pod, "Warning", "EvictionBlocked", f"{error}")
+                elif not error.not_found:
+                    raise
+        if remaining:
+            log.info("draining", extra={"nodeclaim": claim["metadata"]["name"], "pods": remaining})
+        return remaining
+
+    async def _remove_finalizer(self, claim: Object) -> None:
+        finalizers = [f for f in claim["metadata"].get("finalizers") or [] if f != TERMINATION_FINALIZER]
+        patch = {
+            "metadata": {"finalizers": finalizers, "resourceVersion": claim["metadata"]["resourceVersion"]}
+        }
+        try:
+            await self.state.workload.patch(NODECLAIMS, claim["metadata"]["name"], patch)
+        except ApiError as error:
+            if not error.not_found:
+                raise
+
+
+def _evictable(pod: Object) -> bool:
+    """Pods a drain moves: not DaemonSet pods (they would come back), not static pods, not finished."""
+    meta = pod["metadata"]
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return False
+    if any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or []):
+        return False
+    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
