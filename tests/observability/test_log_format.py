@@ -69,6 +69,16 @@ def test_json_error_field_holds_the_traceback(capsys: pytest.CaptureFixture[str]
     assert record["error"].endswith("RuntimeError: scale refused")
 
 
+def test_extra_fields_cannot_overwrite_the_fixed_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    configure("info")
+    extra = {"time": "yesterday", "level": "nope", "logger": "other", "error": "quota exceeded"}
+    logging.getLogger("kapstan.capi").warning("scale refused", extra=extra)
+    record = json.loads(_lines(capsys)[0])
+    assert (record["level"], record["logger"]) == ("WARNING", "kapstan.capi")
+    assert record["time"] != "yesterday"
+    assert record["error"] == "quota exceeded", "an error passed as a field is kept"
+
+
 def test_values_json_cannot_encode_are_written_as_text(capsys: pytest.CaptureFixture[str]) -> None:
     class Flavor:
         def __str__(self) -> str:

@@ -29,7 +29,9 @@ _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, No
     "asctime",
     "taskName",
 }
-_BASE_FIELDS = ("time", "level", "logger", "message", "error", "stack")
+# An ``extra=`` field may not pass itself off as one of these; ``error`` from ``extra=`` is kept unless an
+# exception was logged too.
+_FIXED_FIELDS = frozenset({"time", "level", "logger", "message"})
 
 # httpx logs every request at INFO; the API client makes several a second.
 _CHATTY_LOGGERS = ("httpx", "httpcore")
@@ -107,7 +109,7 @@ def _extra(record: logging.LogRecord) -> dict[str, Any]:
     return {
         key: value
         for key, value in vars(record).items()
-        if key not in _RECORD_ATTRIBUTES and key not in _BASE_FIELDS and not key.startswith("_")
+        if key not in _RECORD_ATTRIBUTES and key not in _FIXED_FIELDS and not key.startswith("_")
     }
 
 
