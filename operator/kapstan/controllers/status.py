@@ -1,0 +1,291 @@
+"""NodePool and ClusterAPINodeClass status: what ``kubectl get nodepools`` and ``describe`` show.
+
+A NodePool's status says how much it holds (``status.resources``: the summed capacity of its NodeClaims
+and their count as ``nodes``, Karpenter's columns) and whether it can be used: ``ValidationSucceeded``
+(the pool parses as Karpenter would accept it), ``NodeClassReady`` (its ClusterAPINodeClass exists and is
+Ready) and ``Ready`` (both). The provisioner leaves out pools whose NodeClass is missing; these conditions
+are how the user finds out why nothing is provisioned for them. ``NodeRegistrationHealthy`` belongs to the
+lifecycle controller and is carried over untouched.
+
+A ClusterAPINodeClass is ``Ready`` when it parses and its ``priceTableRef`` ConfigMap (if any) exists and
+holds valid prices. ``UnregisteredTaint`` says whether every managed flavor source of the Cluster joins
+its nodes with ``karpenter.sh/unregistered:NoExecute``; for ClusterClass clusters nobody but the user can
+fix that (a ClusterClass patch), so the condition names the worker classes and MDs lacking it. It is not
+part of ``Ready``: nodes without the taint still work, only less safely.
+
+Status is written with a merge patch on the ``status`` subresource, conditional on the resourceVersion
+(so a condition another controller wrote meanwhile is not lost), and only when something changed, so the
+watch event our own write causes ends in a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kapstan.api.core import ConfigMap
+from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, ClusterAPINodeClass, NodePool
+from kapstan.api.meta import to_milli_checked
+from kapstan.api.quantity import format_quantity
+from kapstan.catalog import node_class_settings
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.state import BY_NODEPOOL, ClusterState
+from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
+from kapstan.kube.client import CONFIGMAPS, Object, Resource
+from kapstan.kube.controller import Controller, Result
+from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
+from kapstan.kube.store import Event
+from kapstan.scheduling.model import NODEPOOL
+
+log = logging.getLogger(__name__)
+
+READY = "Ready"
+NODECLASS_READY = "NodeClassReady"
+VALIDATION_SUCCEEDED = "ValidationSucceeded"
+UNREGISTERED_TAINT_CONDITION = "UnregisteredTaint"
+NODES_RESOURCE = "nodes"
+PRICE_TABLE_RECHECK = 300.0
+"""Seconds between looks at a price table ConfigMap: there is no informer for ConfigMaps."""
+PRICE_TABLE_RETRY = 15.0
+"""Seconds between looks for a price table ConfigMap that is missing, so creating it is noticed soon."""
+
+
+class NodePoolStatus:
+    """Writes ``status.resources`` and the NodeClassReady, ValidationSucceeded and Ready conditions."""
+
+    def __init__(self, state: ClusterState, events: EventRecorder) -> None:
+        self.state = state
+        self.events = events
+        self.controller = Controller("nodepool-status", self.reconcile)
+        state.node_pools.add_handler(self.controller.enqueue)
+        state.node_claims.add_handler(self._on_claim)
+        state.node_classes.add_handler(self._on_node_class)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    def _on_claim(self, event: Event) -> None:
+        for claim in (event.object, event.old):
+            pool = (claim or {}).get("metadata", {}).get("labels", {}).get(NODEPOOL)
+            if pool:
+                self.controller.queue.add(pool)
+
+    def _on_node_class(self, event: Event) -> None:
+        name = event.object["metadata"]["name"]
+        for pool in self.state.node_pools.store.objects():
+            if _node_class_ref(pool).get("name") == name:
+                self.controller.queue.add(pool["metadata"]["name"])
+
+    async def reconcile(self, key: str) -> Result:
+        pool = self.state.node_pools.store.get(key)
+        if pool is None or pool["metadata"].get("deletionTimestamp"):
+            return Result()
+        generation = int(pool["metadata"].get("generation") or 0)
+        conditions = cond.conditions_of(pool)
+        checks = [self._validation(pool), self._node_class(pool)]
+        for kind, status, reason, message in checks:
+            conditions = cond.with_condition(conditions, kind, status, reason, message, generation)
+        failed = [(kind, reason, message) for kind, status, reason, message in checks if status != cond.TRUE]
+        if failed:
+            kind, reason, message = failed[0]
+            conditions = cond.with_condition(
+                conditions, READY, cond.FALSE, reason, f"{kind}=False: {message}", generation
+            )
+        else:
+            conditions = cond.with_condition(conditions, READY, cond.TRUE, READY, "", generation)
+        resources = self._resources(key)
+        await write_status(self.state, NODEPOOLS, pool, {"resources": resources}, conditions)
+        await self._announce(pool, conditions)
+        return Result()
+
+    def _validation(self, pool: Object) -> tuple[str, str, str, str]:
+        try:
+            NodePool.parse(pool)
+        except ManifestError as error:
+            return VALIDATION_SUCCEEDED, cond.FALSE, "ValidationFailed", str(error)
+        return VALIDATION_SUCCEEDED, cond.TRUE, VALIDATION_SUCCEEDED, ""
+
+    def _node_class(self, pool: Object) -> tuple[str, str, str, str]:
+        ref = _node_class_ref(pool)
+        name = str(ref.get("name") or "")
+        if (ref.get("group"), ref.get("kind")) != (NODECLASS_GROUP, NODECLASS_KIND):
+            message = (
+                f"unsupported node class {ref.get('kind')}.{ref.get('group')} "
+                f"(expected {NODECLASS_KIND}.{NODECLASS_GROUP})"
+            )
+            return NODECLASS_READY, cond.FALSE, "NodeClassNotFound", message
+        node_class = self.state.node_classes.store.get(name)
+        if node_class is None:
+            return NODECLASS_READY, cond.FALSE, "NodeClassNotFound", f'{NODECLASS_KIND} "{name}" not found'
+        if not cond.is_true(node_class, READY):
+            ready = cond.find(node_class, READY) or {}
+            detail = ready.get("message") or "its Ready condition is not True yet"
+            return NODECLASS_READY, cond.FALSE, "NodeClassNotReady", f'{NODECLASS_KIND} "{name}": {detail}'
+        return NODECLASS_READY, cond.TRUE, NODECLASS_READY, ""
+
+    def _resources(self, pool: str) -> dict[str, str]:
+        """Summed capacity of the pool's NodeClaims, as Karpenter counts it: launched or not, and
+        until they are gone."""
+        claims = self.state.node_claims.store.by_index(BY_NODEPOOL, pool)
+        totals: dict[str, int] = {}
+        for claim in claims:
+            for name, value in (claim.get("status", {}).get("capacity") or {}).items():
+                try:
+                    totals[name] = totals.get(name, 0) + to_milli_checked(value)
+                except ValueError:
+                    log.warning(
+                        "ignoring capacity %s=%r of NodeClaim %s", name, value, claim["metadata"]["name"]
+                    )
+        resources = {name: format_quantity(name, amount) for name, amount in sorted(totals.items())}
+        resources[NODES_RESOURCE] = str(len(claims))
+        return resources
+
+    async def _announce(self, pool: Object, conditions: list[dict[str, Any]]) -> None:
+        """A Warning Event when the pool stops being Ready (only then: the Event records a transition)."""
+        before = cond.find(pool, READY)
+        after = next(c for c in conditions if c["type"] == READY)
+        if after["status"] == cond.FALSE and (before is None or before.get("status") != cond.FALSE):
+            log.warning(
+                "nodepool not ready", extra={"nodepool": pool["metadata"]["name"], "detail": after["message"]}
+            )
+            await self.events.emit(pool, "Warning", after["reason"], after["message"])
+
+
+class NodeClassStatus:
+    """Writes the Ready and UnregisteredTaint conditions of every ClusterAPINodeClass."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        events: EventRecorder,
+        *,
+        recheck: float = PRICE_TABLE_RECHECK,
+        retry: float = PRICE_TABLE_RETRY,
+    ) -> None:
+        self.state = state
+        self.events = events
+        self.recheck = recheck
+        self.retry = retry
+        self.controller = Controller("nodeclass-status", self.reconcile)
+        state.node_classes.add_handler(self.controller.enqueue)
+        # Whether the templates carry the taint depends on all of these.
+        for informer in (
+            state.machine_deployments,
+            state.bootstrap_templates,
+            state.clusters,
+            state.cluster_classes,
+        ):
+            informer.add_handler(self._on_flavor_source)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    def _on_flavor_source(self, event: Event) -> None:
+        for node_class in self.state.node_classes.store.objects():
+            self.controller.queue.add(node_class["metadata"]["name"])
+
+    async def reconcile(self, key: str) -> Result:
+        node_class = self.state.node_classes.store.get(key)
+        if node_class is None or node_class["metadata"].get("deletionTimestamp"):
+            return Result()
+        generation = int(node_class["metadata"].get("generation") or 0)
+        status, reason, message, requeue = await self._readiness(node_class)
+        conditions = cond.with_condition(
+            cond.conditions_of(node_class), READY, status, reason, message, generation
+        )
+        missing = untainted_sources(self.state)
+        if missing:
+            taint = (
+                cond.FALSE,
+                "TaintMissing",
+                f"{TAINT_TEXT} is missing from the bootstrap templates of: " + "; ".join(missing),
+            )
+        else:
+            taint = (cond.TRUE, "TaintPresent", "")
+        conditions = cond.with_condition(conditions, UNREGISTERED_TAINT_CONDITION, *taint, generation)
+        await write_status(self.state, NODECLASSES, node_class, {}, conditions)
+        await self._announce(node_class, conditions)
+        return Result(requeue_after=requeue)
+
+    async def _readiness(self, node_class: Object) -> tuple[str, str, str, float | None]:
+        """(status, reason, message, when to look again) of the Ready condition."""
+        try:
+            parsed = ClusterAPINodeClass.parse(node_class)
+        except ManifestError as error:
+            return cond.FALSE, "ValidationFailed", str(error), None
+        ref = parsed.spec.price_table_ref
+        if ref is None:
+            return cond.TRUE, READY, "", None
+        try:
+            raw = await self.state.workload.get(CONFIGMAPS, ref.name, ref.namespace)
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            message = f'priceTableRef: ConfigMap "{ref.namespace}/{ref.name}" not found'
+            return cond.FALSE, "PriceTableNotFound", message, self.retry
+        try:
+            config_map = ConfigMap.parse(raw)
+            node_class_settings(parsed, {(ref.namespace, ref.name): config_map})
+        except ManifestError as error:
+            return cond.FALSE, "PriceTableInvalid", str(error), self.retry
+        return cond.TRUE, READY, "", self.recheck
+
+    async def _announce(self, node_class: Object, conditions: list[dict[str, Any]]) -> None:
+        for kind in (READY, UNREGISTERED_TAINT_CONDITION):
+            before = cond.find(node_class, kind)
+            after = next(c for c in conditions if c["type"] == kind)
+            if after["status"] == cond.FALSE and (before is None or before.get("status") != cond.FALSE):
+                log.warning(
+                    "nodeclass condition false",
+                    extra={
+                        "nodeclass": node_class["metadata"]["name"],
+                        "condition": kind,
+                        "detail": after["message"],
+                    },
+                )
+                await self.events.emit(node_class, "Warning", after["reason"], after["message"])
+
+
+def _node_class_ref(pool: Object) -> dict[str, Any]:
+    ref = pool.get("spec", {}).get("template", {}).get("spec", {}).get("nodeClassRef")
+    return ref if isinstance(ref, dict) else {}
+
+
+async def write_status(
+    state: ClusterState,
+    resource: Resource,
+    obj: Object,
+    fields: Mapping[str, dict[str, str]],
+    conditions: list[dict[str, Any]],
+) -> None:
+    """Merge-patch ``status`` with ``fields`` (maps, replaced key by key) and ``conditions``, if they differ.
+
+    Conditions are compared by type: ``with_condition`` moves the condition it sets to the end of the
+    list, so the order says nothing. Keys of a map that are no longer wanted are removed with ``null``.
+    """
+    status = obj.get("status") or {}
+    patch: dict[str, Any] = {}
+    for name, wanted in fields.items():
+        have = status.get(name) or {}
+        if have != wanted:
+            patch[name] = {**{key: None for key in have if key not in wanted}, **wanted}
+    if _by_type(conditions) != _by_type(cond.conditions_of(obj)):
+        patch["conditions"] = conditions
+    if not patch:
+        return
+    body = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "status": patch}
+    try:
+        await state.workload.patch(resource, obj["metadata"]["name"], body, subresource="status")
+    except ApiError as error:
+        if not error.conflict:
+            raise
+        # Changed since our cache saw it; the watch brings the new version and with it another reconcile.
+        log.debug("status of %s %s changed meanwhile", resource.kind, obj["metadata"]["name"])
+
+
+def _by_type(conditions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("type")): c for c in conditions}
