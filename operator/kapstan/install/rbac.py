@@ -1,0 +1,227 @@
+"""The permissions ``kapstan run`` needs, on each side, and not one verb more (DESIGN.md "The two clusters").
+
+Workload side: a ServiceAccount that the Deployment runs as, a ClusterRole for the kinds kapstan reads and
+writes across the cluster (pods, nodes, the Karpenter kinds, Events) and a Role for the leader-election
+Lease in kapstan's own namespace. Management side: a ServiceAccount whose token becomes the
+``--management-kubeconfig`` the operator holds, with a Role (never a ClusterRole) in the Cluster's
+namespace: scale its MachineDeployments, annotate its Machines, read its templates and ClusterClass, write
+template revisions and its topology workers. That credential leaves the management cluster, so what it
+cannot do matters more than what it can: it reads no Secrets, deletes nothing, and sees no other namespace.
+
+The rules follow the API calls in ``kapstan.kube``, ``kapstan.capi`` and ``kapstan.controllers``; a unit test
+checks that every kind the operator touches has a rule, and the sandbox tests make each call as the
+ServiceAccount, and a few it must not make. ``get`` goes with every ``list`` (except on Clusters, where it
+is limited to the one Cluster): it reveals nothing ``list`` does not, and single-object reads stay possible.
+
+API discovery (``/api``, ``/apis/<group>[/<version>]``), which kapstan uses to find an infrastructure
+template's plural and a group's preferred version, needs no rule here: Kubernetes grants it to every
+authenticated user through the ``system:discovery`` ClusterRoleBinding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Manifest = dict[str, Any]
+
+NAME = "kapstan"
+DEFAULT_NAMESPACE = "kapstan-system"
+DEFAULT_LEASE = "kapstan"  # ``kapstan run --leader-election-id``'s default
+DEFAULT_CLUSTER = ("default", "my-cluster")  # a placeholder: render with --cluster NAMESPACE/NAME
+DEFAULT_INFRASTRUCTURE_GROUP = "infrastructure.cluster.x-k8s.io"
+
+RBAC = "rbac.authorization.k8s.io"
+CAPI = "cluster.x-k8s.io"
+BOOTSTRAP = "bootstrap.cluster.x-k8s.io"
+KARPENTER = "karpenter.sh"
+NODECLASS = "karpenter.cluster.x-k8s.io"
+
+READ = ["get", "list", "watch"]
+
+
+def rule(
+    group: str, resources: Sequence[str], verbs: Sequence[str], names: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One PolicyRule; ``names`` limits it to those objects (not possible for ``list``/``watch``/``create``)."""
+    out: dict[str, Any] = {"apiGroups": [group], "resources": list(resources)}
+    if names:
+        out["resourceNames"] = list(names)
+    out["verbs"] = list(verbs)
+    return out
+
+
+def workload_rules() -> list[dict[str, Any]]:
+    """The ClusterRole's rules: what every controller of ``kapstan run`` does in the workload cluster."""
+    return [
+        # Informers over pods (pending and bound) and nodes; the provisioner and termination read both.
+        rule("", ["pods"], READ),
+        # Draining goes through the Eviction API so PDBs are honoured; kapstan never deletes a pod itself.
+        rule("", ["pods/eviction"], ["create"]),
+        # Registration syncs labels and taints and removes karpenter.sh/unregistered; termination adds
+        # karpenter.sh/disrupted. Always merge patches with a resourceVersion, never a PUT, and never a
+        # delete: a Node goes away with its Machine (DESIGN.md "CAPI facts").
+        rule("", ["nodes"], [*READ, "patch"]),
+        # Snapshot inputs: namespaces (for namespace selectors in affinity terms), DaemonSet overhead, PDBs.
+        rule("", ["namespaces"], READ),
+        rule("apps", ["daemonsets"], READ),
+        rule("policy", ["poddisruptionbudgets"], READ),
+        # kube.events: create an Event, then bump its count with a patch. Never read back: the recorder
+        # remembers its own Events, so list/get would only expose other components' Events.
+        rule("", ["events"], ["create", "patch"]),
+        # Price tables: a ClusterAPINodeClass's priceTableRef may name a ConfigMap in any namespace, so the
+        # grant is cluster-wide, but get only: without list or watch, only a ConfigMap whose name is known
+        # can be read. Secrets are a different resource and stay unreadable.
+        rule("", ["configmaps"], ["get"]),
+        # NodePools are the user's: read them, write only their status (conditions, resources).
+        rule(KARPENTER, ["nodepools"], READ),
+        rule(KARPENTER, ["nodepools/status"], ["patch"]),
+        # NodeClaims are kapstan's: the provisioner creates them, the lifecycle annotates them and deletes
+        # those that fail to launch or register, termination removes its finalizer.
+        rule(KARPENTER, ["nodeclaims"], [*READ, "create", "patch", "delete"]),
+        rule(KARPENTER, ["nodeclaims/status"], ["patch"]),
+        rule(NODECLASS, ["clusterapinodeclasses"], READ),
+        rule(NODECLASS, ["clusterapinodeclasses/status"], ["patch"]),
+    ]
+
+
+def lease_rules(lease: str = DEFAULT_LEASE) -> list[dict[str, Any]]:
+    """The Role's rules in the leader-election namespace: kube.leader gets, creates and updates one Lease.
+
+    ``create`` cannot be limited to a name (the object does not exist yet when it is authorized); ``get``
+    and ``update`` are limited to kapstan's Lease, so the ServiceAccount cannot take over another
+    component's leadership in the same namespace.
+    """
+    return [
+        rule("coordination.k8s.io", ["leases"], ["create"]),
+        rule("coordination.k8s.io", ["leases"], ["get", "update"], names=[lease]),
+    ]
+
+
+def management_rules(
+    cluster_name: str,
+    infrastructure_group: str = DEFAULT_INFRASTRUCTURE_GROUP,
+    infrastructure_resources: Sequence[str] = ("*",),
+) -> list[dict[str, Any]]:
+    """The Role's rules in the Cluster's namespace of the management cluster.
+
+    The namespace is the boundary RBAC can draw: MDs and Machines are selected by the ``cluster-name``
+    label, which RBAC cannot express, so kapstan can scale the MDs of every Cluster in that namespace. Only
+    the Cluster object itself is limited by name. One Cluster per namespace isolates clusters fully.
+    """
+    return [
+        # The provider reads MDs (informer, and a fresh GET under the per-MD lock) and the template-taints
+        # controller points an MD at a new bootstrap template revision.
+        rule(CAPI, ["machinedeployments"], [*READ, "patch"]),
+        # Replicas change only through the scale subresource, with a merge patch.
+        rule(CAPI, ["machinedeployments/scale"], ["get", "patch"]),
+        # Machines are claimed (kapstan.io annotation) and marked cluster.x-k8s.io/delete-machine, never
+        # deleted: the MachineSet deletes the marked Machine when replicas drop.
+        rule(CAPI, ["machines"], [*READ, "patch"]),
+        # The Clusters informer lists the namespace; get (pause checks, start-up) and patch (new topology
+        # worker entries) are limited to this Cluster.
+        rule(CAPI, ["clusters"], ["list", "watch"]),
+        rule(CAPI, ["clusters"], ["get", "patch"], names=[cluster_name]),
+        rule(CAPI, ["clusterclasses"], READ),
+        # Bootstrap templates are read for the unregistered taint; a missing taint means a new revision
+        # (templates are immutable by convention), hence create but not update or delete.
+        rule(BOOTSTRAP, ["kubeadmconfigtemplates"], [*READ, "create"]),
+        # Infrastructure machine templates: each provider has its own kinds (AWSMachineTemplate,
+        # OpenStackMachineTemplate...), found at run time from an MD's or worker class's infrastructureRef,
+        # and RBAC has no wildcard inside a name ("*machinetemplates"). By default, then, every resource of
+        # the provider's group, with get only: kapstan reads templates by the names MDs and ClusterClasses
+        # already show it, nothing can be listed or changed, and providers keep credentials in Secrets
+        # (core group), not in these objects. Pass the plurals to narrow it to the templates.
+        rule(infrastructure_group, infrastructure_resources, ["get"]),
+    ]
+
+
+def _meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": NAME}
+    meta.update(extra)
+    return meta
+
+
+def _binding(kind: str, name: str, namespace: str | None, role_kind: str, sa: tuple[str, str]) -> Manifest:
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": kind,
+        "metadata": _meta(name, namespace),
+        "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa[1], "namespace": sa[0]}],
+    }
+
+
+def workload_rbac(
+    namespace: str = DEFAULT_NAMESPACE, *, name: str = NAME, lease: str = DEFAULT_LEASE
+) -> list[Manifest]:
+    """kapstan's namespace, its ServiceAccount, the ClusterRole and the Lease Role, each with its binding.
+
+    ``name`` names the ServiceAccount and every role and binding; it is also the ClusterRole's name, so
+    two installs in one workload cluster (or two tests sharing an API server) need different names.
+    """
+    sa = (namespace, name)
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(name),
+            "rules": workload_rules(),
+        },
+        _binding("ClusterRoleBinding", name, None, "ClusterRole", sa),
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "Role",
+            "metadata": _meta(name, namespace),
+            "rules": lease_rules(lease),
+        },
+        _binding("RoleBinding", name, namespace, "Role", sa),
+    ]
+
+
+def management_name(cluster_name: str) -> str:
+    """The management-side ServiceAccount, Role and binding of one Cluster: ``kapstan-<cluster>``."""
+    return f"{NAME}-{cluster_name}"
+
+
+def management_rbac(
+    cluster_namespace: str,
+    cluster_name: str,
+    *,
+    infrastructure_group: str = DEFAULT_INFRASTRUCTURE_GROUP,
+    infrastructure_resources: Sequence[str] = ("*",),
+) -> list[Manifest]:
+    """The credential kapstan holds for Cluster ``cluster_namespace/cluster_name``: a ServiceAccount in the
+    Cluster's namespace, its Role and RoleBinding, and a token Secret.
+
+    The token Secret (``kubernetes.io/service-account-token``, filled in by the token controller) is what a
+    kubeconfig for ``kapstan run --management-kubeconfig`` is built from. A TokenRequest token would expire,
+    and the kubeconfig is copied into the workload cluster once (ClusterResourceSet), so it is the one
+    long-lived token in the install; deleting the Secret revokes it.
+    """
+    name = management_name(cluster_name)
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, cluster_namespace)},
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "Role",
+            "metadata": _meta(name, cluster_namespace),
+            "rules": management_rules(cluster_name, infrastructure_group, infrastructure_resources),
+        },
+        _binding("RoleBinding", name, cluster_namespace, "Role", (cluster_namespace, name)),
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/service-account-token",
+            "metadata": _meta(
+                f"{name}-token",
+                cluster_namespace,
+                annotations={"kubernetes.io/service-account.name": name},
+            ),
+        },
+    ]
