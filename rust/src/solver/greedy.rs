@@ -15,6 +15,7 @@ use super::model::{
 use super::preferences::Preferences;
 use super::requirements::{Reqs, Requirement};
 use super::resources::{self as res, Names};
+use super::room::RoomIndex;
 use super::targets::{
     set_label, sort_by_price, Claim, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
 };
@@ -112,7 +113,15 @@ pub struct Scheduler<'s> {
     /// Claims the cost pass re-packed away; their last state still orders the pass's pairs.
     pub removed: Vec<Claim>,
     rules_of: HashMap<usize, Vec<usize>>,
+    /// Each claim's room under its chosen flavor, by position in `claims`; whoever moves claims
+    /// around marks it stale.
+    pub room: RoomIndex,
+    /// Per pool, per pod requirements: the requirements merged with the pool's and the pool's flavors
+    /// compatible with them (or why the merge fails). Pools and flavors never change during a solve.
+    opening: Vec<HashMap<Reqs, Opening>>,
 }
+
+type Opening = Result<Rc<(Reqs, Vec<Rc<Flavor>>)>, String>;
 
 impl<'s> Scheduler<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Self {
@@ -147,6 +156,7 @@ impl<'s> Scheduler<'s> {
         pods.extend(snapshot.pods.iter().cloned());
         let pending = (first_pending..pods.len()).collect();
         let requests = pods.iter().map(|p| names.dense(&p.requests)).collect();
+        let room = RoomIndex::new(names.zero().len());
         let mut topology = TopologyCounts::default();
         topology.register(snapshot, pods.iter());
         let mut scheduler = Scheduler {
@@ -163,7 +173,10 @@ impl<'s> Scheduler<'s> {
             placed_prefs: HashMap::default(),
             removed: Vec::new(),
             rules_of: HashMap::default(),
+            room,
+            opening: Vec::new(),
         };
+        scheduler.opening = scheduler.pools.iter().map(|_| HashMap::default()).collect();
         scheduler.record_existing();
         scheduler
     }
@@ -564,6 +577,7 @@ impl<'s> Scheduler<'s> {
         claim.pods.push(pod_id);
         claim.ports.extend(pod.host_ports.iter().cloned());
         let claim = &self.claims[claim_at];
+        self.room.set(claim_at, &room_left(claim));
         let domain = |key: &str| claim.domain(key);
         self.topology
             .record(pod_id, &self.pods[pod_id], &domain, 1, true);
@@ -624,19 +638,33 @@ impl<'s> Scheduler<'s> {
         checks: &Checks,
         restrict: Option<&str>,
     ) -> Result<usize, String> {
+        let opening = match self.opening[view_at].get(&checks.requirements) {
+            Some(found) => found.clone(),
+            None => {
+                let view = &self.pools[view_at];
+                let found = self.merge(&view.base, &checks.requirements).map(|merged| {
+                    let flavors = view
+                        .flavors
+                        .iter()
+                        .filter(|f| f.compatible(&merged))
+                        .cloned()
+                        .collect();
+                    Rc::new((merged, flavors))
+                });
+                self.opening[view_at].insert(checks.requirements.clone(), found.clone());
+                found
+            }
+        };
+        let (merged, compatible) = &*opening?;
         let pod = &self.pods[checks.pod];
         let view = &self.pools[view_at];
-        let merged = self.merge(&view.base, &checks.requirements)?;
-        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
-        let flavors: Vec<Rc<Flavor>> = view
-            .flavors
+        let flavors: Vec<Rc<Flavor>> = compatible
             .iter()
-            .filter(allowed)
-            .filter(|f| f.compatible(&merged))
+            .filter(|f| restrict.is_none_or(|r| f.name() == r))
             .cloned()
             .collect();
         if flavors.is_empty() {
-            return Err(unmatched(view, &checks.requirements, &merged, restrict));
+            return Err(unmatched(view, &checks.requirements, merged, restrict));
         }
         let flavors: Vec<Rc<Flavor>> = flavors
             .into_iter()
@@ -680,6 +708,14 @@ impl<'s> Scheduler<'s> {
         self.position(index).map(|at| &self.claims[at])
     }
 
+    fn sync_room(&mut self) {
+        if self.room.stale || self.room.len() != self.claims.len() {
+            self.room.stale = true;
+            let rooms: Vec<Vec<i64>> = self.claims.iter().map(room_left).collect();
+            self.room.rebuild(rooms.into_iter());
+        }
+    }
+
     // -- the greedy pass ----------------------------------------------------------------------------
 
     fn place(&mut self, checks: &Checks) -> Result<(), String> {
@@ -692,11 +728,19 @@ impl<'s> Scheduler<'s> {
         // Twice, as in Python: first where the pod costs nothing (the claim keeps its flavor), then
         // where the claim may grow.
         if !self.every_claim_excludes(checks) {
-            for keep_flavor in [true, false] {
-                for c in 0..self.claims.len() {
-                    if self.try_claim(c, checks, keep_flavor).is_ok() {
-                        return Ok(());
-                    }
+            // Where the claim keeps its flavor, only claims with room for the pod can take it: the
+            // index skips the others, which `try_claim` would turn away first thing.
+            self.sync_room();
+            let mut from = 0;
+            while let Some(c) = self.room.first_fit(from, &self.requests[checks.pod]) {
+                if self.try_claim(c, checks, true).is_ok() {
+                    return Ok(());
+                }
+                from = c + 1;
+            }
+            for c in 0..self.claims.len() {
+                if self.try_claim(c, checks, false).is_ok() {
+                    return Ok(());
                 }
             }
         }
@@ -785,6 +829,17 @@ impl<'s> Scheduler<'s> {
             labels,
         }
     }
+}
+
+/// What the claim's chosen flavor has left after its pods, per resource.
+fn room_left(claim: &Claim) -> Vec<i64> {
+    claim
+        .chosen()
+        .net_dense
+        .iter()
+        .zip(&claim.used)
+        .map(|(net, used)| net - used)
+        .collect()
 }
 
 /// Every resource name the snapshot mentions, for dense vectors.

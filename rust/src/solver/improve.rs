@@ -184,6 +184,7 @@ fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Claim> {
     for index in indexes {
         let at = s.position(*index).expect("claim present");
         let claim = s.claims.remove(at);
+        s.room.stale = true;
         for &pod in &claim.pods {
             let domain = |key: &str| claim.domain(key);
             s.topology.record(pod, &s.pods[pod], &domain, -1, true);
@@ -204,6 +205,7 @@ fn put_back(s: &mut Scheduler, claims: Vec<Claim>) {
         s.claims.push(claim);
     }
     s.claims.sort_by_key(|c| c.index);
+    s.room.stale = true;
 }
 
 /// Place the pods on new claims only, held to `restrict` where it fits; None (nothing left behind)

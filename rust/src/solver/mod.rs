@@ -7,6 +7,7 @@ pub mod model;
 pub mod preferences;
 pub mod requirements;
 pub mod resources;
+pub mod room;
 pub mod targets;
 pub mod topology;
 

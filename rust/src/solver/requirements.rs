@@ -224,7 +224,7 @@ impl Requirement {
 }
 
 /// Requirements by key, in insertion order (a key keeps its first position when narrowed again).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Reqs(pub Vec<Requirement>);
 
 impl Reqs {

@@ -96,14 +96,12 @@ impl Flavor {
     }
 }
 
-fn price_order(a: &Flavor, b: &Flavor, reqs: &Reqs) -> std::cmp::Ordering {
-    a.price(reqs)
-        .total_cmp(&b.price(reqs))
-        .then_with(|| a.name().cmp(b.name()))
-}
-
-pub fn sort_by_price(flavors: &mut [Rc<Flavor>], reqs: &Reqs) {
-    flavors.sort_by(|a, b| price_order(a, b, reqs));
+/// Cheapest first under `reqs`, ties by name. Each price is computed once (a stable sort on the same
+/// order as comparing prices pairwise).
+pub fn sort_by_price(flavors: &mut Vec<Rc<Flavor>>, reqs: &Reqs) {
+    let mut keyed: Vec<(f64, Rc<Flavor>)> = flavors.drain(..).map(|f| (f.price(reqs), f)).collect();
+    keyed.sort_by(|(pa, a), (pb, b)| pa.total_cmp(pb).then_with(|| a.name().cmp(b.name())));
+    flavors.extend(keyed.into_iter().map(|(_, f)| f));
 }
 
 pub fn daemonset_overhead(
