@@ -110,19 +110,24 @@ def untainted_sources(state: ClusterState) -> list[str]:
     """
     missing: list[str] = []
     generated: set[str] = set()
+    cluster = state.cluster_object()
+    entries = c.topology_entries(cluster) if cluster else []
+    classes = {str(entry.get("name")): str(entry.get("class")) for entry in entries}
     for md in sorted(state.machine_deployments.store.objects(), key=object_key):
         if not managed(md) or c.being_deleted(md):
             continue
+        what = f"MachineDeployment {object_key(md)}"
         if topology_owned(md):
-            generated.add(c.labels_of(md).get(c.TOPOLOGY_DEPLOYMENT_LABEL, ""))
+            entry = c.labels_of(md).get(c.TOPOLOGY_DEPLOYMENT_LABEL, "")
+            generated.add(entry)
+            if entry in classes:  # the class is what the user has to fix
+                what = f"worker class {classes[entry]} ({what})"
         ref = bootstrap_ref(md)
         template = _bootstrap_template(state, ref, c.namespace(md))
         if template is None:
-            missing.append(
-                f"MachineDeployment {object_key(md)} ({_ref_text(ref, c.namespace(md))} not found)"
-            )
+            missing.append(f"{what}: {_ref_text(ref, c.namespace(md))} not found")
         elif not has_unregistered_taint(template):
-            missing.append(f"MachineDeployment {object_key(md)} ({_ref_text(ref, c.namespace(md))})")
+            missing.append(f"{what}: {_ref_text(ref, c.namespace(md))}")
     missing += _untainted_worker_classes(state, generated)
     return missing
 
@@ -158,8 +163,8 @@ def _untainted_worker_classes(state: ClusterState, generated: set[str]) -> list[
         template = _bootstrap_template(state, ref, namespace)
         if template is None or not has_unregistered_taint(template):
             missing.append(
-                f"worker class {worker.get('class')} of ClusterClass {object_key(cluster_class)} "
-                f"({_ref_text(ref, namespace)})"
+                f"worker class {worker.get('class')} of ClusterClass {object_key(cluster_class)}: "
+                f"{_ref_text(ref, namespace)}"
             )
     return missing
 
