@@ -185,6 +185,9 @@ class NodeClassStatus:
         await self.controller.run()
 
     def _on_flavor_source(self, event: Event) -> None:
+        # MDs and Clusters change status every few seconds; only their metadata and spec matter here.
+        if event.old is not None and _same_outside_status(event.old, event.object):
+            return
         for node_class in self.state.node_classes.store.objects():
             self.controller.queue.add(node_class["metadata"]["name"])
 
@@ -248,6 +251,14 @@ class NodeClassStatus:
                     },
                 )
                 await self.events.emit(node_class, "Warning", after["reason"], after["message"])
+
+
+def _same_outside_status(old: Object, new: Object) -> bool:
+    def relevant(obj: Object) -> tuple[Any, ...]:
+        meta = obj.get("metadata", {})
+        return meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), obj.get("spec")
+
+    return relevant(old) == relevant(new)
 
 
 def _node_class_ref(pool: Object) -> dict[str, Any]:

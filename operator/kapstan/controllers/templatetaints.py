@@ -124,7 +124,9 @@ def untainted_sources(state: ClusterState) -> list[str]:
                 what = f"worker class {classes[entry]} ({what})"
         ref = bootstrap_ref(md)
         template = _bootstrap_template(state, ref, c.namespace(md))
-        if template is None:
+        if ref.get("kind") != BOOTSTRAP_KIND:
+            missing.append(f"{what}: {_ref_text(ref, c.namespace(md))} is not a {BOOTSTRAP_KIND}")
+        elif template is None:
             missing.append(f"{what}: {_ref_text(ref, c.namespace(md))} not found")
         elif not has_unregistered_taint(template):
             missing.append(f"{what}: {_ref_text(ref, c.namespace(md))}")
@@ -157,6 +159,8 @@ def _untainted_worker_classes(state: ClusterState, generated: set[str]) -> list[
             if entry.get("name") not in generated
             and (class_managed or managed({"metadata": entry.get("metadata") or {}}))
         ]
+        # A class is judged by its own template only while it has no MD to judge by: a managed entry
+        # not generated yet, or a managed class no entry uses yet (kapstan adds one when first needed).
         if not waiting and not (class_managed and not uses):
             continue
         ref = (worker.get("bootstrap") or {}).get("templateRef") or {}
@@ -185,7 +189,12 @@ def _taints(template: Object) -> list[dict[str, Any]]:
 
 
 class TemplateTaints:
-    """Points every standalone managed MD at a bootstrap template with the unregistered taint."""
+    """Points every standalone managed MD at a bootstrap template with the unregistered taint.
+
+    ``events`` should write to the management cluster: the Events are about MDs and belong next to them,
+    where ``kubectl describe machinedeployment`` finds them (the workload cluster may not even have the
+    MD's namespace).
+    """
 
     def __init__(
         self, state: ClusterState, events: EventRecorder, *, paused_retry: float = PAUSED_RETRY
