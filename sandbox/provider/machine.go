@@ -110,6 +110,7 @@ func (r *machineReconciler) desiredNode(ctx context.Context, m, machine *unstruc
 	for k, v := range flavor {
 		labels[k] = v
 	}
+	version, _, _ := unstructured.NestedString(machine.Object, "spec", "version")
 	instanceType, _, _ := unstructured.NestedString(m.Object, "spec", "instanceType")
 	labels["node.kubernetes.io/instance-type"] = instanceType
 
@@ -142,7 +143,13 @@ func (r *machineReconciler) desiredNode(ctx context.Context, m, machine *unstruc
 		},
 		// A kubelet registers its Node with capacity and allocatable
 		// already set; kwok then only maintains conditions and heartbeats.
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		// The kubelet reports the Machine's Kubernetes version; CAPI compares it with the
+		// MachineDeployment's to decide whether the Machine is up to date (kwok keeps it).
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: version},
+		},
 	}, nil
 }
 

@@ -16,11 +16,11 @@ from kapstan.install.crds import crds
 from kapstan.kube.client import Client, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.local import Sandbox
+from kapstan.local.apply import install_crds
 
 pytestmark = pytest.mark.sandbox
 
 ARTICLE = Path(__file__).parents[1] / "scenarios" / "article-catalog-mds.yaml"
-CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
 NODEPOOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
 NODECLAIMS = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", namespaced=False)
 NODECLASSES = Resource(
@@ -41,20 +41,7 @@ def kubeconfig(sandbox: Sandbox) -> Iterator[str]:
 
 
 async def _install(kubeconfig: str) -> None:
-    client = await Client.connect(kubeconfig)
-    for crd in crds():
-        await client.create(CRDS, crd)
-    for _ in range(100):
-        states = [await client.get(CRDS, crd["metadata"]["name"]) for crd in crds()]
-        if all(_established(s) for s in states):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("CRDs not Established after 10 s")
-
-
-def _established(crd: dict[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+    await install_crds(await Client.connect(kubeconfig), crds())
 
 
 def test_the_articles_nodepool_and_nodeclass_apply_unchanged(kubeconfig: str) -> None:

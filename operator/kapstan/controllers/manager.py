@@ -22,6 +22,8 @@ from kapstan.controllers.lifecycle import Lifecycle, Timeouts
 from kapstan.controllers.nodeclaims import NodeClaimController
 from kapstan.controllers.provisioner import BatchWindow, Provisioner
 from kapstan.controllers.state import ClusterRef, ClusterState
+from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
+from kapstan.controllers.templatetaints import TemplateTaints
 from kapstan.controllers.termination import Terminator
 from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
@@ -65,6 +67,10 @@ class Manager:
         terminator = Terminator(self.state, self.provider, self.events)
         self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator)
         self.adoption = Adoption(self.state, self.events)
+        # Template Events are about MDs, so they belong in the management cluster.
+        self.template_taints = TemplateTaints(self.state, EventRecorder(management, "kapstan"))
+        self.nodepool_status = NodePoolStatus(self.state, self.events)
+        self.nodeclass_status = NodeClassStatus(self.state, self.events)
 
     async def run(self) -> None:
         host, _, port = self.options.metrics_address.rpartition(":")
@@ -91,7 +97,14 @@ class Manager:
         log.info("leading", extra={"identity": self.options.identity})
         await self.state.wait_synced()
         log.info("caches synced; starting controllers")
-        await asyncio.gather(self.provisioner.run(), self.nodeclaims.run(), self.adoption.run())
+        await asyncio.gather(
+            self.provisioner.run(),
+            self.nodeclaims.run(),
+            self.adoption.run(),
+            self.template_taints.run(),
+            self.nodepool_status.run(),
+            self.nodeclass_status.run(),
+        )
 
 
 async def connect(options: Options) -> tuple[Client, Client]:

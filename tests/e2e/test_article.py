@@ -1,0 +1,130 @@
+"""The article's flows on the sandbox: real API server, real scheduler, real Cluster API, kwok nodes,
+and ``kapstan run`` as a process."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from e2e_helpers import E2E
+
+from kapstan.capi import contract as c
+from kapstan.kube.events import list_events
+from kapstan.local import article
+
+pytestmark = pytest.mark.sandbox
+
+
+def _flavors(machines: list[dict]) -> Counter[str]:
+    return Counter(c.labels_of(m).get(c.DEPLOYMENT_NAME_LABEL, "") for m in machines)
+
+
+def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, {"capi-ovh-karpenter": "c3-4"}, tainted=False),
+            [
+                article.node_agent(ns, run.id),
+                article.deployment("inflate", ns, run.id, 2, "500m", anti_affinity=True),
+            ],
+        )
+    )
+    run.start_operator()
+
+    async def both_running() -> bool:
+        return await run.running_pods("inflate") == 2
+
+    e2e(run.wait_for("both inflate pods Running", both_running, 180))
+    claims = e2e(run.claims())
+    assert len(claims) == 2
+    for claim in claims:
+        kinds = {cond["type"] for cond in claim["status"]["conditions"] if cond["status"] == "True"}
+        assert {"Launched", "Registered", "Initialized"} <= kinds
+        assert claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "c3-4"
+    machines = e2e(run.machines())
+    assert _flavors(machines) == {"capi-ovh-karpenter": 2}
+    assert all(m["metadata"]["annotations"].get("kapstan.io/nodeclaim") for m in machines)
+    md = e2e(run.clients[1].get(c.MACHINEDEPLOYMENTS, "capi-ovh-karpenter", ns))
+    assert c.replicas(md) == 2
+    # The article's template lacked the unregistered taint: kapstan made a new revision with it.
+    revision = md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"]
+    assert revision != "capi-ovh-karpenter"
+    template = e2e(run.clients[1].get(c.KUBEADMCONFIGTEMPLATES, revision, ns))
+    taints = template["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]["taints"]
+    assert {"key": "karpenter.sh/unregistered", "effect": "NoExecute"} in taints
+    original = e2e(run.clients[1].get(c.KUBEADMCONFIGTEMPLATES, "capi-ovh-karpenter", ns))
+    assert not original["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"].get("taints")
+    reasons = {event["reason"] for event in e2e(list_events(run.clients[1], md))}
+    assert "TemplateTainted" in reasons
+    assert run.timeline is not None and run.timeline.texts()[-1] == "pods Running 2/2"
+
+
+async def _claim_flavors(e2e: E2E) -> Counter[str]:
+    claims = await e2e.run.claims()
+    return Counter(claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] for claim in claims)
+
+
+ARTICLE_POOLS = {
+    "capi-ovh-karpenter-c3-4": "c3-4",
+    "capi-ovh-karpenter-c3-8": "c3-8",
+    "capi-ovh-karpenter-c3-16": "c3-16",
+}
+
+
+@pytest.mark.parametrize(
+    ("replicas", "cpu", "expected"),
+    [
+        (8, "1", {"capi-ovh-karpenter-c3-16": 1, "capi-ovh-karpenter-c3-4": 1}),
+        (1, "3", {"capi-ovh-karpenter-c3-8": 1}),
+    ],
+    ids=["8x1cpu", "1x3cpu"],
+)
+def test_the_articles_benchmark_on_a_cold_pool(
+    e2e: E2E, replicas: int, cpu: str, expected: dict[str, int]
+) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, ARTICLE_POOLS),
+            [article.node_agent(ns, run.id), article.deployment("inflate", ns, run.id, replicas, cpu)],
+        )
+    )
+    run.start_operator()
+
+    async def all_running() -> bool:
+        return await run.running_pods("inflate") == replicas
+
+    e2e(run.wait_for(f"{replicas} inflate pods Running", all_running, 180))
+    assert _flavors(e2e(run.machines())) == expected
+    assert sum(e2e(_claim_flavors(e2e)).values()) == sum(expected.values())
+
+
+def test_a_clusterclass_cluster_gets_topology_entries_for_the_chosen_classes(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            article.with_class(ns, run.cluster, "ovh", ["c3-8", "c3-4", "c3-16"]),
+            [article.node_agent(ns, run.id), article.deployment("inflate", ns, run.id, 8, "1")],
+        )
+    )
+    run.start_operator()
+
+    async def all_running() -> bool:
+        return await run.running_pods("inflate") == 8
+
+    e2e(run.wait_for("8 inflate pods Running", all_running, 240))
+    assert e2e(_claim_flavors(e2e)) == {"c3-16": 1, "c3-4": 1}
+    cluster = e2e(run.clients[1].get(c.CLUSTERS, run.cluster, ns))
+    entries = {entry["name"]: entry for entry in c.topology_entries(cluster)}
+    assert set(entries) == {"c3-16", "c3-8", "c3-4"}  # c3-8 was there; kapstan added the other two
+    assert all("replicas" not in entry for entry in entries.values())
+    machines = e2e(run.machines())
+    assert len(machines) == 2
+    deployments = {m["metadata"]["labels"].get(c.DEPLOYMENT_NAME_LABEL) for m in machines}
+    mds = e2e(run.clients[1].request("GET", c.MACHINEDEPLOYMENTS, namespace=ns))["items"]
+    by_entry = {md["metadata"]["labels"][c.TOPOLOGY_DEPLOYMENT_LABEL]: c.name(md) for md in mds}
+    assert deployments == {by_entry["c3-16"], by_entry["c3-4"]}
