@@ -126,6 +126,10 @@ def management_rules(
         # Bootstrap templates are read for the unregistered taint; a missing taint means a new revision
         # (templates are immutable by convention), hence create but not update or delete.
         rule(BOOTSTRAP, ["kubeadmconfigtemplates"], [*READ, "create"]),
+        # Events about management objects (an MD switched to a tainted template revision, and the rollout
+        # that causes) belong next to them, where ``kubectl describe`` finds them; written like the
+        # workload side's, create then patch the count.
+        rule("", ["events"], ["create", "patch"]),
         # Infrastructure machine templates: each provider has its own kinds (AWSMachineTemplate,
         # OpenStackMachineTemplate...), found at run time from an MD's or worker class's infrastructureRef,
         # and RBAC has no wildcard inside a name ("*machinetemplates"). By default, then, every resource of
