@@ -5,8 +5,9 @@ writes across the cluster (pods, nodes, the Karpenter kinds, Events) and a Role 
 Lease in kapstan's own namespace. Management side: a ServiceAccount whose token becomes the
 ``--management-kubeconfig`` the operator holds, with a Role (never a ClusterRole) in the Cluster's
 namespace: scale its MachineDeployments, annotate its Machines, read its templates and ClusterClass, write
-template revisions and its topology workers. That credential leaves the management cluster, so what it
-cannot do matters more than what it can: it reads no Secrets, deletes nothing, and sees no other namespace.
+template revisions, its topology workers and Events on its MDs. That credential leaves the management
+cluster, so what it cannot do matters more than what it can: it reads no Secrets, deletes nothing, and sees
+no other namespace.
 
 The rules follow the API calls in ``kapstan.kube``, ``kapstan.capi`` and ``kapstan.controllers``; a unit test
 checks that every kind the operator touches has a rule, and the sandbox tests make each call as the
