@@ -1,4 +1,4 @@
-"""``kapstan run`` as a workload-cluster Deployment, with the PodDisruptionBudget and metrics Service around it.
+"""``kapstan run`` as a workload-cluster Deployment, with its PodDisruptionBudget and metrics Service.
 
 Default placement (DESIGN.md "The two clusters"): the operator runs in the workload cluster as the
 ``kapstan`` ServiceAccount from ``kapstan.install.rbac`` (in-cluster credentials for the workload side),

@@ -44,7 +44,7 @@ READ = ["get", "list", "watch"]
 def rule(
     group: str, resources: Sequence[str], verbs: Sequence[str], names: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """One PolicyRule; ``names`` limits it to those objects (not possible for ``list``/``watch``/``create``)."""
+    """One PolicyRule; ``names`` limits it to those objects (RBAC cannot, for list, watch and create)."""
     out: dict[str, Any] = {"apiGroups": [group], "resources": list(resources)}
     if names:
         out["resourceNames"] = list(names)
