@@ -102,16 +102,22 @@ pub struct Scheduler<'s> {
     pub pods: Vec<Pod>,
     /// Each pod's requests as a dense vector over `names`.
     pub requests: Vec<Vec<i64>>,
+    /// The resource names behind the dense vectors.
+    pub names: Names,
     pub pending: Vec<usize>,
     pub pools: Vec<PoolView>,
     flavor_keys: BTreeSet<String>,
     pub existing: Vec<ExistingTarget>,
-    pub claims: Vec<Claim>,
+    /// Boxed: the cost pass takes claims out of the middle, and moving pointers is cheaper than
+    /// moving claims.
+    #[allow(clippy::vec_box)]
+    pub claims: Vec<Box<Claim>>,
     pub next_index: usize,
     pub topology: TopologyCounts,
     pub placed_prefs: HashMap<usize, Preferences>,
     /// Claims the cost pass re-packed away; their last state still orders the pass's pairs.
-    pub removed: Vec<Claim>,
+    #[allow(clippy::vec_box)]
+    pub removed: Vec<Box<Claim>>,
     rules_of: HashMap<usize, Vec<usize>>,
     /// Each claim's room under its chosen flavor, by position in `claims`; whoever moves claims
     /// around marks it stale.
@@ -163,6 +169,7 @@ impl<'s> Scheduler<'s> {
             snapshot,
             pods,
             requests,
+            names,
             pending,
             pools,
             flavor_keys,
@@ -522,6 +529,10 @@ impl<'s> Scheduler<'s> {
         Ok(flavors)
     }
 
+    /// Least crowded for the pod's own spread constraints, then cheapest, then by name. Every flavor
+    /// here is compatible with `merged` (settle_domains keeps them so), so pinning `key` can only
+    /// turn one away through its own label for `key`; and a flavor with no offering left prices at
+    /// infinity, which never lowers a minimum. Prices are worked out only for the least crowded values.
     fn best_domain(
         &self,
         checks: &Checks,
@@ -530,35 +541,55 @@ impl<'s> Scheduler<'s> {
         flavors: &[Rc<Flavor>],
         merged: &Reqs,
     ) -> String {
-        let score = |value: &str| {
-            let crowd: i64 = checks
+        let crowd = |value: &str| -> i64 {
+            checks
                 .spread
                 .iter()
                 .filter(|(c, ..)| c.topology_key == key)
                 .map(|(_, gid, ..)| self.topology.counts[*gid].get(value).copied().unwrap_or(0))
-                .sum();
-            let mut pinned = merged.clone();
-            pinned.add(Requirement::exactly(key, value));
-            let price = flavors
-                .iter()
-                .filter(|f| f.compatible(&pinned))
-                .map(|f| f.price(&pinned))
-                .fold(f64::INFINITY, f64::min);
-            (crowd, price)
+                .sum()
         };
-        let mut best = passing[0];
-        let mut best_score = score(best);
-        for &value in &passing[1..] {
-            let s = score(value);
-            let better = s.0 < best_score.0
-                || (s.0 == best_score.0
-                    && (s.1 < best_score.1 || (s.1 == best_score.1 && value < best)));
+        let crowds: Vec<i64> = passing.iter().map(|v| crowd(v)).collect();
+        let least = *crowds.iter().min().expect("a passing value");
+        let offering_key = OFFERING_KEYS.contains(&key);
+        let price = |value: &str| -> f64 {
+            let narrowed = match merged.get(key) {
+                Some(current) => current.intersect(&Requirement::exactly(key, value)),
+                None => Requirement::exactly(key, value),
+            };
+            let zone = if key == ZONE {
+                Some(&narrowed)
+            } else {
+                merged.get(ZONE)
+            };
+            let capacity_type = if key == CAPACITY_TYPE {
+                Some(&narrowed)
+            } else {
+                merged.get(CAPACITY_TYPE)
+            };
+            flavors
+                .iter()
+                .filter(|f| {
+                    offering_key || lookup(&f.it.labels, key).is_none_or(|v| narrowed.has(v))
+                })
+                .map(|f| f.price_within(zone, capacity_type))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let mut best: Option<(&str, f64)> = None;
+        for (&value, &c) in passing.iter().zip(&crowds) {
+            if c != least {
+                continue;
+            }
+            let p = price(value);
+            let better = match best {
+                None => true,
+                Some((b, bp)) => p < bp || (p == bp && value < b),
+            };
             if better {
-                best = value;
-                best_score = s;
+                best = Some((value, p));
             }
         }
-        best.to_string()
+        best.expect("a least crowded value").0.to_string()
     }
 
     fn commit(&mut self, claim_at: usize, pod_id: usize, addition: Addition) {
@@ -658,29 +689,38 @@ impl<'s> Scheduler<'s> {
         let (merged, compatible) = &*opening?;
         let pod = &self.pods[checks.pod];
         let view = &self.pools[view_at];
-        let flavors: Vec<Rc<Flavor>> = compatible
-            .iter()
-            .filter(|f| restrict.is_none_or(|r| f.name() == r))
-            .cloned()
-            .collect();
-        if flavors.is_empty() {
-            return Err(unmatched(view, &checks.requirements, merged, restrict));
-        }
-        let flavors: Vec<Rc<Flavor>> = flavors
-            .into_iter()
-            .filter(|f| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none())
-            .collect();
-        if flavors.is_empty() {
-            return Err("it does not tolerate the taints of any flavor".into());
-        }
+        // One pass: held to `restrict`, tolerated, with room for the pod on an empty node. The lists
+        // the reasons need are built again only when the pod fails.
         let request = &self.requests[checks.pod];
-        let zero = vec![0; request.len()];
-        let roomy: Vec<Rc<Flavor>> = flavors
+        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
+        let tolerated =
+            |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
+        let empty_fits = |f: &Rc<Flavor>| {
+            request
+                .iter()
+                .zip(&f.net_dense)
+                .all(|(r, a)| *r == 0 || r <= a)
+        };
+        let roomy: Vec<Rc<Flavor>> = compatible
             .iter()
-            .filter(|f| res::dense_fits(&zero, request, &f.net_dense))
+            .filter(allowed)
+            .filter(tolerated)
+            .filter(|f| empty_fits(f))
             .cloned()
             .collect();
         if roomy.is_empty() {
+            if !compatible.iter().any(|f| allowed(&f)) {
+                return Err(unmatched(view, &checks.requirements, merged, restrict));
+            }
+            let flavors: Vec<Rc<Flavor>> = compatible
+                .iter()
+                .filter(allowed)
+                .filter(tolerated)
+                .cloned()
+                .collect();
+            if flavors.is_empty() {
+                return Err("it does not tolerate the taints of any flavor".into());
+            }
             return Err(too_big(pod, &flavors));
         }
         let claim = Claim::new(
@@ -692,7 +732,7 @@ impl<'s> Scheduler<'s> {
         );
         let addition = self.evaluate(&claim, checks)?;
         self.next_index += 1;
-        self.claims.push(claim);
+        self.claims.push(Box::new(claim));
         let at = self.claims.len() - 1;
         self.commit(at, checks.pod, addition);
         Ok(at)
@@ -705,13 +745,13 @@ impl<'s> Scheduler<'s> {
     }
 
     pub fn claim(&self, index: usize) -> Option<&Claim> {
-        self.position(index).map(|at| &self.claims[at])
+        self.position(index).map(|at| &*self.claims[at])
     }
 
     fn sync_room(&mut self) {
         if self.room.stale || self.room.len() != self.claims.len() {
             self.room.stale = true;
-            let rooms: Vec<Vec<i64>> = self.claims.iter().map(room_left).collect();
+            let rooms: Vec<Vec<i64>> = self.claims.iter().map(|c| room_left(c)).collect();
             self.room.rebuild(rooms.into_iter());
         }
     }

@@ -6,7 +6,6 @@ use std::rc::Rc;
 
 use super::greedy::{biggest_first, Checks, Scheduler};
 use super::model::HOSTNAME;
-use super::resources as res;
 use super::targets::Claim;
 use super::topology::term_group;
 
@@ -118,24 +117,30 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
         .collect();
     let first = &s.pods[pods[0]];
     let count = pods.len() as i128;
-    let totals: Vec<(&str, i128)> = first
+    // The first pod's resources, as positions in the dense vectors, with the pods' totals.
+    let totals: Vec<(usize, i128)> = first
         .requests
         .iter()
-        .map(|(key, _)| {
-            let total: i64 = pods
-                .iter()
-                .map(|&p| res::get(&s.pods[p].requests, key))
-                .sum();
-            (key.as_str(), total as i128)
+        .filter_map(|(key, _)| s.names.position(key))
+        .map(|at| {
+            let total: i64 = pods.iter().map(|&p| s.requests[p][at]).sum();
+            (at, total as i128)
         })
+        .filter(|(_, total)| *total > 0)
         .collect();
     let view = &s.pools[claims[0].view];
     let per_pod = |flavor: &super::targets::Flavor| -> (f64, f64) {
         // How many average pods of this mix the flavor holds, in exact integers (as Python does).
         let fit = totals
             .iter()
-            .filter(|(_, total)| *total > 0)
-            .map(|(key, total)| (res::get(&flavor.net, key) as i128 * count).div_euclid(*total))
+            .map(|&(at, total)| {
+                let net = flavor.net_dense[at];
+                // i64 when the product fits (it nearly always does), i128 otherwise: the same floor.
+                match (net.checked_mul(count as i64), i64::try_from(total)) {
+                    (Some(product), Ok(total)) => product.div_euclid(total) as i128,
+                    _ => (net as i128 * count).div_euclid(total),
+                }
+            })
             .min()
             .unwrap_or(count)
             .min(count) as i64;
@@ -154,11 +159,18 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
         .iter()
         .map(|f| (per_pod(f), f.name()))
         .collect();
-    ranked.sort_by(|(pa, na), (pb, nb)| {
+    let order = |(pa, na): &((f64, f64), &str), (pb, nb): &((f64, f64), &str)| {
         pa.0.total_cmp(&pb.0)
             .then(pa.1.total_cmp(&pb.1))
             .then_with(|| na.cmp(nb))
-    });
+    };
+    // Only the first few count: select them, then order them (entries that compare equal share a
+    // name, so which of them is kept does not show).
+    if ranked.len() > FLAVORS_PER_MOVE {
+        ranked.select_nth_unstable_by(FLAVORS_PER_MOVE, order);
+        ranked.truncate(FLAVORS_PER_MOVE);
+    }
+    ranked.sort_by(order);
     let efficient: Vec<String> = ranked
         .iter()
         .take(FLAVORS_PER_MOVE)
@@ -179,7 +191,7 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
 }
 
 /// Take claims off the plan: their pods leave the counts, their flavors leave the limits.
-fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Claim> {
+fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Box<Claim>> {
     let mut taken = Vec::new();
     for index in indexes {
         let at = s.position(*index).expect("claim present");
@@ -195,7 +207,7 @@ fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Claim> {
     taken
 }
 
-fn put_back(s: &mut Scheduler, claims: Vec<Claim>) {
+fn put_back(s: &mut Scheduler, claims: Vec<Box<Claim>>) {
     for claim in claims {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {

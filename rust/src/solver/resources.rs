@@ -69,6 +69,11 @@ impl Names {
         out
     }
 
+    /// Where the resource sits in the dense vectors.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.0.binary_search_by(|n| n.as_str().cmp(name)).ok()
+    }
+
     pub fn zero(&self) -> Vec<i64> {
         vec![0; self.0.len()]
     }

@@ -38,7 +38,23 @@ impl Flavor {
     }
 
     pub fn price(&self, reqs: &Reqs) -> f64 {
-        self.offerings(reqs)
+        self.price_within(reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+    }
+
+    /// `price` with the zone and capacity-type requirements already looked up.
+    pub fn price_within(
+        &self,
+        zone: Option<&Requirement>,
+        capacity_type: Option<&Requirement>,
+    ) -> f64 {
+        self.it
+            .offerings
+            .iter()
+            .filter(|o| {
+                o.available
+                    && zone.is_none_or(|z| z.has(&o.zone))
+                    && capacity_type.is_none_or(|c| c.has(&o.capacity_type))
+            })
             .map(|o| o.price)
             .fold(f64::INFINITY, f64::min)
     }
@@ -99,7 +115,11 @@ impl Flavor {
 /// Cheapest first under `reqs`, ties by name. Each price is computed once (a stable sort on the same
 /// order as comparing prices pairwise).
 pub fn sort_by_price(flavors: &mut Vec<Rc<Flavor>>, reqs: &Reqs) {
-    let mut keyed: Vec<(f64, Rc<Flavor>)> = flavors.drain(..).map(|f| (f.price(reqs), f)).collect();
+    let (zone, capacity_type) = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE));
+    let mut keyed: Vec<(f64, Rc<Flavor>)> = flavors
+        .drain(..)
+        .map(|f| (f.price_within(zone, capacity_type), f))
+        .collect();
     keyed.sort_by(|(pa, a), (pb, b)| pa.total_cmp(pb).then_with(|| a.name().cmp(b.name())));
     flavors.extend(keyed.into_iter().map(|(_, f)| f));
 }
