@@ -17,7 +17,7 @@ use super::requirements::{Reqs, Requirement};
 use super::resources::{self as res, Names};
 use super::room::RoomIndex;
 use super::targets::{
-    set_label, sort_by_price, Claim, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
+    set_label, sort_by_price, Claim, ClaimList, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
 };
 use super::topology::{min_count, spread_group, term_group, untolerated};
 
@@ -108,16 +108,12 @@ pub struct Scheduler<'s> {
     pub pools: Vec<PoolView>,
     flavor_keys: BTreeSet<String>,
     pub existing: Vec<ExistingTarget>,
-    /// Boxed: the cost pass takes claims out of the middle, and moving pointers is cheaper than
-    /// moving claims.
-    #[allow(clippy::vec_box)]
-    pub claims: Vec<Box<Claim>>,
+    pub claims: ClaimList,
     pub next_index: usize,
     pub topology: TopologyCounts,
     pub placed_prefs: HashMap<usize, Preferences>,
     /// Claims the cost pass re-packed away; their last state still orders the pass's pairs.
-    #[allow(clippy::vec_box)]
-    pub removed: Vec<Box<Claim>>,
+    pub removed: ClaimList,
     rules_of: HashMap<usize, Vec<usize>>,
     /// Each claim's room under its chosen flavor, by position in `claims`; whoever moves claims
     /// around marks it stale.

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::greedy::{biggest_first, Checks, Scheduler};
 use super::model::HOSTNAME;
-use super::targets::Claim;
+use super::targets::{Claim, ClaimList};
 use super::topology::term_group;
 
 const PLACEMENTS_PER_POD: i64 = 10;
@@ -191,7 +191,7 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
 }
 
 /// Take claims off the plan: their pods leave the counts, their flavors leave the limits.
-fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Box<Claim>> {
+fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
     let mut taken = Vec::new();
     for index in indexes {
         let at = s.position(*index).expect("claim present");
@@ -207,7 +207,7 @@ fn take_off(s: &mut Scheduler, indexes: &[usize]) -> Vec<Box<Claim>> {
     taken
 }
 
-fn put_back(s: &mut Scheduler, claims: Vec<Box<Claim>>) {
+fn put_back(s: &mut Scheduler, claims: ClaimList) {
     for claim in claims {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {

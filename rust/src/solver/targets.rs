@@ -294,6 +294,11 @@ impl ExistingTarget {
     }
 }
 
+/// Claims, boxed: the cost pass takes them out of the middle of the list, and moving pointers is
+/// cheaper than moving claims.
+#[allow(clippy::vec_box)]
+pub type ClaimList = Vec<Box<Claim>>;
+
 pub struct Claim {
     pub index: usize,
     pub view: usize,
