@@ -78,7 +78,7 @@ def test_only_the_leader_acts_and_a_standby_takes_over_within_20s(e2e: E2E) -> N
 
     e2e(run.wait_for("the standby to take the Lease", standby_leads, 30))
     assert time.monotonic() - killed < 20.0
-    e2e(apply(run.clients[0], [article.deployment("second", ns, run.id, 1, "1")]))
+    e2e(apply(run.clients[0], [article.deployment("second", ns, run.id, 1, "3500m")]))
 
     async def second_running() -> bool:
         return await run.running_pods("second") == 1
