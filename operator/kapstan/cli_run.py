@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kapstan.controllers.lifecycle import Timeouts
 from kapstan.controllers.manager import Manager, Options, StartupError, connect
 from kapstan.controllers.state import ClusterRef
 from kapstan.observability import logging as logs
@@ -23,6 +24,13 @@ from kapstan.observability import logging as logs
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--leader-election-namespace", default="kube-system", show_default=True)
 @click.option("--leader-election-id", default="kapstan", show_default=True, help="The Lease's name.")
+@click.option("--launch-timeout", default=300.0, show_default=True, help="Seconds for a NodeClaim to launch.")
+@click.option(
+    "--registration-timeout",
+    default=900.0,
+    show_default=True,
+    help="Seconds from launch to a registered Node.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def run_command(
@@ -34,6 +42,8 @@ def run_command(
     leader_elect: bool,
     leader_election_namespace: str,
     leader_election_id: str,
+    launch_timeout: float,
+    registration_timeout: float,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -49,6 +59,7 @@ def run_command(
             leader_elect=leader_elect,
             leader_election_namespace=leader_election_namespace,
             leader_election_id=leader_election_id,
+            timeouts=Timeouts(launch=launch_timeout, registration=registration_timeout),
         )
         asyncio.run(_run(options))
     except (StartupError, ValueError) as error:

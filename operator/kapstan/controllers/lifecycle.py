@@ -31,6 +31,7 @@ from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import BY_NODECLAIM, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS, NODES
 from kapstan.scheduling.model import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
@@ -206,24 +207,36 @@ class Lifecycle:
         return Result()
 
     async def _pool_condition(self, claim: Object, status: str, reason: str, message: str) -> None:
-        pool_name = (claim["metadata"].get("labels") or {}).get(NODEPOOL)
-        pool = self.state.node_pools.store.get(pool_name or "")
-        if pool is None:
+        """Set the NodePool's NodeRegistrationHealthy condition. The status controller writes the pool's
+        other conditions, so this write is conditional on the version read and retried on a conflict."""
+        pool_name = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
+        cached = self.state.node_pools.store.get(pool_name)
+        existing = cond.find(cached, REGISTRATION_HEALTHY) if cached else None
+        if cached is None or (
+            existing and (existing.get("status"), existing.get("reason")) == (status, reason)
+        ):
             return
-        existing = cond.find(pool, REGISTRATION_HEALTHY)
-        if existing is not None and existing.get("status") == status and existing.get("reason") == reason:
-            return
-        conditions = cond.with_condition(
-            cond.conditions_of(pool),
-            REGISTRATION_HEALTHY,
-            status,
-            reason,
-            message,
-            pool["metadata"].get("generation", 0),
-        )
-        await self.state.workload.patch(
-            NODEPOOLS, pool["metadata"]["name"], {"status": {"conditions": conditions}}, subresource="status"
-        )
+        for _ in range(3):
+            try:
+                pool = await self.state.workload.get(NODEPOOLS, pool_name)
+            except ApiError as error:
+                if error.not_found:
+                    return
+                raise
+            generation = pool["metadata"].get("generation", 0)
+            conditions = cond.with_condition(
+                cond.conditions_of(pool), REGISTRATION_HEALTHY, status, reason, message, generation
+            )
+            patch = {
+                "metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            }
+            try:
+                await self.state.workload.patch(NODEPOOLS, pool_name, patch, subresource="status")
+                return
+            except ApiError as error:
+                if not error.conflict:
+                    raise
 
     async def _status(self, claim: Object, status: Mapping[str, Any]) -> None:
         await self.state.workload.patch(

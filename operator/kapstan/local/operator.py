@@ -25,6 +25,7 @@ class OperatorProcess:
     management_kubeconfig: Path
     lease: str = "kapstan"
     engine: str | None = None
+    extra_args: tuple[str, ...] = ()
     pid: int = 0
     metrics_port: int = 0
 
@@ -50,6 +51,7 @@ class OperatorProcess:
         ]
         if self.engine:
             argv += ["--engine", self.engine]
+        argv += self.extra_args
         self.metrics_port = port
         self.pid = procs.start(self.directory, self.name, argv)
         return self

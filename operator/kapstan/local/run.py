@@ -97,7 +97,7 @@ class KapstanRun:
             raise
         return str(lease.get("spec", {}).get("holderIdentity") or "")
 
-    def start_operator(self, name: str | None = None) -> OperatorProcess:
+    def start_operator(self, *extra_args: str, name: str | None = None) -> OperatorProcess:
         operator = OperatorProcess(
             directory=Path(self.sandbox.directory),
             name=name or f"kapstan-{self.id}-{len(self.operators)}",
@@ -105,6 +105,7 @@ class KapstanRun:
             workload_kubeconfig=self.sandbox.workload_kubeconfig,
             management_kubeconfig=self.sandbox.management_kubeconfig,
             lease=f"kapstan-{self.id}",
+            extra_args=extra_args,
         ).start()
         self.operators.append(operator)
         return operator
