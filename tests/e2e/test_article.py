@@ -3,6 +3,7 @@ and ``kapstan run`` as a process."""
 
 from __future__ import annotations
 
+import urllib.request
 from collections import Counter
 
 import pytest
@@ -58,6 +59,13 @@ def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(e2e: E2E)
     assert not original["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"].get("taints")
     reasons = {event["reason"] for event in e2e(list_events(run.clients[1], md))}
     assert "TemplateTainted" in reasons
+    operator = run.operators[0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/readyz", timeout=5) as ready:
+        assert ready.status == 200
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5) as scraped:
+        exposition = scraped.read().decode()
+    created = f'karpenter_nodeclaims_created_total{{nodepool="{run.pool}",reason="provisioned"}} 2.0'
+    assert created in exposition
     assert run.timeline is not None and run.timeline.texts()[-1] == "pods Running 2/2"
 
 

@@ -34,6 +34,7 @@ from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS, NODES
+from kapstan.observability import metrics
 from kapstan.scheduling.model import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from kapstan.snapshot import SimulationInput
 
@@ -153,6 +154,7 @@ class Lifecycle:
         conditions = cond.with_condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
         await self._status(claim, {"nodeName": node["metadata"]["name"], "conditions": conditions})
         await self._pool_condition(claim, cond.TRUE, "NodeRegistered", "")
+        metrics.NODES_CREATED.labels((claim["metadata"].get("labels") or {}).get(NODEPOOL, "")).inc()
         log.info(
             "registered", extra={"nodeclaim": claim["metadata"]["name"], "node": node["metadata"]["name"]}
         )

@@ -29,7 +29,7 @@ from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.leader import LeaderConfig, LeaderElector
-from kapstan.observability import server
+from kapstan.observability import metrics, server
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class Manager:
         self.template_taints = TemplateTaints(self.state, EventRecorder(management, "kapstan"))
         self.nodepool_status = NodePoolStatus(self.state, self.events)
         self.nodeclass_status = NodeClassStatus(self.state, self.events)
+        self.state.nodes.add_handler(lambda _: metrics.NODES.set(len(self.state.nodes.store)))
 
     async def run(self) -> None:
         host, _, port = self.options.metrics_address.rpartition(":")

@@ -31,6 +31,7 @@ from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.store import Event
+from kapstan.observability import metrics
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
     INSTANCE_TYPE,
@@ -154,10 +155,18 @@ class Provisioner:
         for source, problem in skipped:
             await self._report_source(source, problem)
         snapshot = simulation.snapshot
+        metrics.PODS_PENDING.labels(metrics.PROVISIONER).set(len(snapshot.pods))
         if not snapshot.pods:
             return []
         started = time.monotonic()
-        plan = await asyncio.to_thread(scheduling.solve, snapshot, self.engine)
+        with metrics.SCHEDULING_DURATION.labels(metrics.PROVISIONER).time():
+            plan = await asyncio.to_thread(scheduling.solve, snapshot, self.engine)
+        metrics.record_plan(
+            metrics.PROVISIONER,
+            new_nodeclaim=sum(len(claim.pods) for claim in plan.node_claims),
+            existing_node=sum(len(pods) for pods in plan.existing_nodes.values()),
+            unschedulable=len(plan.unschedulable),
+        )
         log.info(
             "solved",
             extra={
@@ -174,6 +183,7 @@ class Provisioner:
             body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot)
             made = await self.state.workload.create(NODECLAIMS, body)
             created.append(made)
+            metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()
             name = made["metadata"]["name"]
             log.info(
                 "created nodeclaim",

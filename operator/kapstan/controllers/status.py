@@ -20,6 +20,7 @@ watch event our own write causes ends in a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,7 @@ from kapstan.api.meta import to_milli_checked
 from kapstan.api.quantity import format_quantity
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.provisioner import PRICE_ANNOTATION
 from kapstan.controllers.state import BY_NODEPOOL, ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
@@ -39,6 +41,7 @@ from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
 from kapstan.kube.store import Event
+from kapstan.observability import metrics
 from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
@@ -83,6 +86,7 @@ class NodePoolStatus:
     async def reconcile(self, key: str) -> Result:
         pool = self.state.node_pools.store.get(key)
         if pool is None or pool["metadata"].get("deletionTimestamp"):
+            metrics.forget_nodepool(key)
             return Result()
         generation = int(pool["metadata"].get("generation") or 0)
         conditions = cond.conditions_of(pool)
@@ -98,9 +102,26 @@ class NodePoolStatus:
         else:
             conditions = cond.with_condition(conditions, READY, cond.TRUE, READY, "", generation)
         resources = self._resources(key)
+        self._publish(pool, resources)
         await write_status(self.state, NODEPOOLS, pool, {"resources": resources}, conditions)
         await self._announce(pool, conditions)
         return Result()
+
+    def _publish(self, pool: Object, resources: dict[str, str]) -> None:
+        """The pool's usage, limits and cost per hour (the sum of its claims' prices) as metrics."""
+        name = pool["metadata"]["name"]
+        limits = pool.get("spec", {}).get("limits") or {}
+        cost = 0.0
+        for claim in self.state.node_claims.store.by_index(BY_NODEPOOL, name):
+            # A hand-edited price is left out of the cost; the status still counts the claim's resources.
+            with contextlib.suppress(ValueError):
+                cost += float((claim["metadata"].get("annotations") or {}).get(PRICE_ANNOTATION, 0))
+        metrics.record_nodepool(
+            name,
+            usage={key: _amount(key, value) for key, value in resources.items()},
+            limits={key: _amount(key, value) for key, value in limits.items() if _amount(key, value) >= 0},
+            cost_per_hour=round(cost, 6),
+        )
 
     def _validation(self, pool: Object) -> tuple[str, str, str, str]:
         try:
@@ -259,6 +280,14 @@ def _same_outside_status(old: Object, new: Object) -> bool:
         return meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), obj.get("spec")
 
     return relevant(old) == relevant(new)
+
+
+def _amount(name: str, value: object) -> float:
+    """A quantity in whole units (cores, bytes, nodes) for a gauge; -1 when it does not parse."""
+    try:
+        return to_milli_checked(str(value)) / 1000
+    except ValueError:
+        return -1.0
 
 
 def _node_class_ref(pool: Object) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+from kapstan.observability import metrics
+from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,10 @@ class Terminator:
         if machines:
             return Result(requeue_after=self.timing.poll)  # until CAPI has deleted the Machine
         await self._remove_finalizer(claim)
+        pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
+        metrics.NODECLAIMS_TERMINATED.labels(pool).inc()
+        if claim.get("status", {}).get("nodeName"):
+            metrics.NODES_TERMINATED.labels(pool).inc()
         log.info("terminated", extra={"nodeclaim": claim["metadata"]["name"]})
         return Result()
 
