@@ -17,7 +17,8 @@ use super::requirements::{Reqs, Requirement};
 use super::resources::{self as res, Names};
 use super::room::RoomIndex;
 use super::targets::{
-    set_label, sort_by_price, Claim, ClaimList, ExistingTarget, Flavor, PoolView, OFFERING_KEYS,
+    set_label, Claim, ClaimList, ExistingTarget, Flavor, FlavorList, OfferingKinds, PoolView,
+    OFFERING_KEYS,
 };
 use super::topology::{min_count, spread_group, term_group, untolerated};
 
@@ -77,7 +78,7 @@ impl std::fmt::Display for Problem<'_> {
 /// What adding a pod to a claim changes, computed before anything is mutated.
 pub struct Addition {
     requirements: Reqs,
-    flavors: Vec<Rc<Flavor>>,
+    flavors: FlavorList,
     replacing: Option<Rc<Flavor>>,
 }
 
@@ -123,16 +124,25 @@ pub struct Scheduler<'s> {
     opening: Vec<HashMap<Reqs, Opening>>,
 }
 
-type Opening = Result<Rc<(Reqs, Vec<Rc<Flavor>>)>, String>;
+type Opening = Result<Rc<(Reqs, Rc<Vec<Rc<Flavor>>>)>, String>;
 
 impl<'s> Scheduler<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Self {
         let names = resource_names(snapshot);
+        let kinds = Rc::new(OfferingKinds::build(&snapshot.instance_types));
         let mut ordered: Vec<_> = snapshot.node_pools.iter().collect();
         ordered.sort_by(|a, b| (-a.weight, &a.name).cmp(&(-b.weight, &b.name)));
         let pools = ordered
             .iter()
-            .map(|p| PoolView::build(p, &snapshot.instance_types, &snapshot.daemonsets, &names))
+            .map(|p| {
+                PoolView::build(
+                    p,
+                    &snapshot.instance_types,
+                    &snapshot.daemonsets,
+                    &names,
+                    &kinds,
+                )
+            })
             .collect();
         let mut flavor_keys: BTreeSet<String> = snapshot
             .instance_types
@@ -392,11 +402,19 @@ impl<'s> Scheduler<'s> {
             .record(pod_id, &self.pods[pod_id], &domain, 1, false);
     }
 
-    fn holds(&self, claim: &Claim, checks: &Checks, merged: &Reqs, flavor: &Flavor) -> bool {
+    /// `mask` is `merged`'s (see `OfferingKinds::mask`).
+    fn holds(
+        &self,
+        claim: &Claim,
+        checks: &Checks,
+        merged: &Reqs,
+        mask: &[bool],
+        flavor: &Flavor,
+    ) -> bool {
         let pod = &self.pods[checks.pod];
         let taints = &flavor.it.taints;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &flavor.net_dense)
-            && flavor.compatible(merged)
+            && flavor.compatible_masked(merged, mask)
             && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
             && (taints.is_empty()
                 || claim
@@ -429,13 +447,14 @@ impl<'s> Scheduler<'s> {
                 .0
                 .iter()
                 .any(|r| r.min_values.is_some_and(|m| m != 0));
-        let mut flavors: Vec<Rc<Flavor>> = if needs_all {
-            claim
-                .flavors
-                .iter()
-                .filter(|f| self.holds(claim, checks, &merged, f))
-                .cloned()
-                .collect()
+        // A claim without pods comes straight from `open_claim`, which kept only the flavors that hold
+        // the pod under these same merged requirements: filtering them again would keep them all.
+        let mut mask: Option<Vec<bool>> = None;
+        let mut flavors: FlavorList = if needs_all && !claim.pods.is_empty() {
+            claim.flavors.filtered(|f| {
+                let mask = mask.get_or_insert_with(|| f.table.mask(&merged));
+                self.holds(claim, checks, &merged, mask, f)
+            })
         } else {
             claim.flavors.clone()
         };
@@ -447,28 +466,33 @@ impl<'s> Scheduler<'s> {
             .iter()
             .any(|k| merged.get(k) != claim.requirements.get(k))
         {
-            sort_by_price(&mut flavors, &merged);
+            flavors.sort_by_price(&merged);
         }
         let replacing = if claim.pods.is_empty() {
             None
         } else {
             Some(claim.flavors[0].clone())
         };
+        // `merged` may have narrowed since: a fresh mask.
+        let mask = flavors
+            .first()
+            .map(|f| f.table.mask(&merged))
+            .unwrap_or_default();
         let head = flavors.iter().position(|f| {
-            (needs_all || self.holds(claim, checks, &merged, f))
+            (needs_all || self.holds(claim, checks, &merged, &mask, f))
                 && view.within_limits(f, replacing.as_deref())
         });
         let Some(head) = head else {
             if needs_all
                 || flavors
                     .iter()
-                    .any(|f| self.holds(claim, checks, &merged, f))
+                    .any(|f| self.holds(claim, checks, &merged, &mask, f))
             {
                 return Err(format!("limits reached ({})", limits_text(view)));
             }
             return Err("no flavor has room for it".into());
         };
-        flavors.drain(..head);
+        flavors.drop_front(head);
         for req in &merged.0 {
             if let Some(min) = req.min_values.filter(|&m| m != 0) {
                 let distinct: BTreeSet<String> = flavors
@@ -495,8 +519,8 @@ impl<'s> Scheduler<'s> {
         claim: &Claim,
         checks: &Checks,
         merged: &mut Reqs,
-        mut flavors: Vec<Rc<Flavor>>,
-    ) -> Result<Vec<Rc<Flavor>>, String> {
+        mut flavors: FlavorList,
+    ) -> Result<FlavorList, String> {
         for key in &checks.keys {
             let options = claim.domain_options(key, &flavors, merged);
             let passing: Vec<&Option<String>> = options
@@ -517,7 +541,13 @@ impl<'s> Scheduler<'s> {
             let candidates: Vec<&str> = passing.iter().filter_map(|v| v.as_deref()).collect();
             let value = self.best_domain(checks, key, &candidates, &flavors, merged);
             merged.add(Requirement::exactly(key, &value));
-            flavors.retain(|f| f.compatible(merged));
+            // Every flavor here was compatible before `key` narrowed (evaluate filters them when a
+            // key is open), so only `key` can turn one away now.
+            let mask = flavors
+                .first()
+                .map(|f| f.table.mask(merged))
+                .unwrap_or_default();
+            flavors = flavors.filtered(|f| f.compatible_narrowed(key, merged, &mask));
             if flavors.is_empty() {
                 return Err(format!("no flavor is offered with {key}={value}"));
             }
@@ -676,7 +706,7 @@ impl<'s> Scheduler<'s> {
                         .filter(|f| f.compatible(&merged))
                         .cloned()
                         .collect();
-                    Rc::new((merged, flavors))
+                    Rc::new((merged, Rc::new(flavors)))
                 });
                 self.opening[view_at].insert(checks.requirements.clone(), found.clone());
                 found
@@ -697,13 +727,8 @@ impl<'s> Scheduler<'s> {
                 .zip(&f.net_dense)
                 .all(|(r, a)| *r == 0 || r <= a)
         };
-        let roomy: Vec<Rc<Flavor>> = compatible
-            .iter()
-            .filter(allowed)
-            .filter(tolerated)
-            .filter(|f| empty_fits(f))
-            .cloned()
-            .collect();
+        let roomy = FlavorList::shared(compatible.clone(), 0)
+            .filtered(|f| allowed(&f) && tolerated(&f) && empty_fits(f));
         if roomy.is_empty() {
             if !compatible.iter().any(|f| allowed(&f)) {
                 return Err(unmatched(view, &checks.requirements, merged, restrict));

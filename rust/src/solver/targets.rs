@@ -13,9 +13,49 @@ use super::topology::{matches_node, untolerated};
 
 pub const OFFERING_KEYS: [&str; 2] = [ZONE, CAPACITY_TYPE];
 
+/// The distinct (zone, capacity type) pairs the catalog offers. A pass over many flavors asks the
+/// zone and capacity-type requirements about each pair once (`mask`), then reads offerings by pair.
+pub struct OfferingKinds {
+    pairs: Vec<(String, String)>,
+}
+
+impl OfferingKinds {
+    pub fn build(catalog: &[InstanceType]) -> OfferingKinds {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for o in catalog.iter().flat_map(|it| &it.offerings) {
+            if !pairs
+                .iter()
+                .any(|(z, c)| *z == o.zone && *c == o.capacity_type)
+            {
+                pairs.push((o.zone.clone(), o.capacity_type.clone()));
+            }
+        }
+        OfferingKinds { pairs }
+    }
+
+    fn kind(&self, offering: &Offering) -> u32 {
+        self.pairs
+            .iter()
+            .position(|(z, c)| *z == offering.zone && *c == offering.capacity_type)
+            .expect("every offering has a kind") as u32
+    }
+
+    /// Per pair, whether the requirements allow it.
+    pub fn mask(&self, reqs: &Reqs) -> Vec<bool> {
+        let (zone, capacity_type) = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE));
+        self.pairs
+            .iter()
+            .map(|(z, c)| zone.is_none_or(|r| r.has(z)) && capacity_type.is_none_or(|r| r.has(c)))
+            .collect()
+    }
+}
+
 /// One instance type as one NodePool sees it: allocatable minus that pool's DaemonSet overhead.
 pub struct Flavor {
     pub it: InstanceType,
+    /// Each offering's pair in `table`.
+    pub kinds: Vec<u32>,
+    pub table: Rc<OfferingKinds>,
     pub net: Res,
     pub net_dense: Vec<i64>,
     /// Price under the pool's own requirements, which never change during a solve.
@@ -39,6 +79,48 @@ impl Flavor {
 
     pub fn price(&self, reqs: &Reqs) -> f64 {
         self.price_within(reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+    }
+
+    /// The available offerings `mask` (from `OfferingKinds::mask`) allows.
+    fn offerings_masked<'a>(&'a self, mask: &'a [bool]) -> impl Iterator<Item = &'a Offering> + 'a {
+        self.it
+            .offerings
+            .iter()
+            .zip(&self.kinds)
+            .filter(move |(o, k)| o.available && mask[**k as usize])
+            .map(|(o, _)| o)
+    }
+
+    /// `price` under the requirements `mask` was taken from.
+    pub fn price_masked(&self, mask: &[bool]) -> f64 {
+        self.offerings_masked(mask)
+            .map(|o| o.price)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// `compatible(reqs)`, with `mask` taken from `reqs`.
+    pub fn compatible_masked(&self, reqs: &Reqs, mask: &[bool]) -> bool {
+        if !self.labels_allow(reqs) {
+            return false;
+        }
+        if reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some() {
+            return self.offerings_masked(mask).next().is_some();
+        }
+        true
+    }
+
+    fn labels_allow(&self, reqs: &Reqs) -> bool {
+        for req in &reqs.0 {
+            if OFFERING_KEYS.contains(&req.key.as_str()) {
+                continue;
+            }
+            if let Some(value) = lookup(&self.it.labels, &req.key) {
+                if !req.has(value) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// `price` with the zone and capacity-type requirements already looked up.
@@ -76,20 +158,26 @@ impl Flavor {
     }
 
     pub fn compatible(&self, reqs: &Reqs) -> bool {
-        for req in &reqs.0 {
-            if OFFERING_KEYS.contains(&req.key.as_str()) {
-                continue;
-            }
-            if let Some(value) = lookup(&self.it.labels, &req.key) {
-                if !req.has(value) {
-                    return false;
-                }
-            }
+        if !self.labels_allow(reqs) {
+            return false;
         }
         if reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some() {
             return self.offerings(reqs).next().is_some();
         }
         true
+    }
+
+    /// `compatible(reqs)` for a flavor that was compatible before `reqs` narrowed `key`: the other
+    /// requirements (and, unless `key` is an offering key, the offerings) still pass.
+    /// `mask` is taken from `reqs`.
+    pub fn compatible_narrowed(&self, key: &str, reqs: &Reqs, mask: &[bool]) -> bool {
+        if OFFERING_KEYS.contains(&key) {
+            return self.offerings_masked(mask).next().is_some();
+        }
+        match (lookup(&self.it.labels, key), reqs.get(key)) {
+            (Some(value), Some(req)) => req.has(value),
+            _ => true,
+        }
     }
 
     pub fn label(&self, key: &str, reqs: &Reqs) -> Vec<String> {
@@ -109,6 +197,79 @@ impl Flavor {
         lookup(&self.it.labels, key)
             .map(|v| vec![v.clone()])
             .unwrap_or_default()
+    }
+}
+
+/// A claim's candidate flavors in price order: a shared list and how many of its first entries have
+/// dropped out. Cloning it and dropping a prefix copy nothing; filtering copies only when an entry
+/// past the first kept one goes, re-sorting only when the order changes.
+#[derive(Clone)]
+pub struct FlavorList {
+    items: Rc<Vec<Rc<Flavor>>>,
+    start: usize,
+}
+
+impl std::ops::Deref for FlavorList {
+    type Target = [Rc<Flavor>];
+
+    fn deref(&self) -> &[Rc<Flavor>] {
+        &self.items[self.start..]
+    }
+}
+
+impl FlavorList {
+    pub fn new(items: Vec<Rc<Flavor>>) -> FlavorList {
+        FlavorList::shared(Rc::new(items), 0)
+    }
+
+    pub fn shared(items: Rc<Vec<Rc<Flavor>>>, start: usize) -> FlavorList {
+        FlavorList { items, start }
+    }
+
+    /// The first `count` flavors drop out.
+    pub fn drop_front(&mut self, count: usize) {
+        self.start += count.min(self.len());
+    }
+
+    /// The flavors `keep` accepts, in order (each asked once).
+    pub fn filtered(&self, mut keep: impl FnMut(&Rc<Flavor>) -> bool) -> FlavorList {
+        let kept: Vec<bool> = self.iter().map(&mut keep).collect();
+        let first = kept.iter().position(|k| *k).unwrap_or(kept.len());
+        if kept[first..].iter().all(|k| *k) {
+            let mut out = self.clone();
+            out.drop_front(first);
+            return out;
+        }
+        FlavorList::new(
+            self.iter()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .map(|(f, _)| f.clone())
+                .collect(),
+        )
+    }
+
+    /// Cheapest first under `reqs`, ties by name (stable, so a list already in that order stays).
+    pub fn sort_by_price(&mut self, reqs: &Reqs) {
+        let Some(first) = self.first() else {
+            return;
+        };
+        let mask = first.table.mask(reqs);
+        let prices: Vec<f64> = self.iter().map(|f| f.price_masked(&mask)).collect();
+        let order = |(pa, a): (&f64, &Rc<Flavor>), (pb, b): (&f64, &Rc<Flavor>)| {
+            pa.total_cmp(pb).then_with(|| a.name().cmp(b.name()))
+        };
+        let sorted = (1..self.len()).all(|i| {
+            order((&prices[i - 1], &self[i - 1]), (&prices[i], &self[i]))
+                != std::cmp::Ordering::Greater
+        });
+        if sorted {
+            return;
+        }
+        let mut keyed: Vec<(f64, Rc<Flavor>)> =
+            prices.into_iter().zip(self.iter().cloned()).collect();
+        keyed.sort_by(|(pa, a), (pb, b)| order((pa, a), (pb, b)));
+        *self = FlavorList::new(keyed.into_iter().map(|(_, f)| f).collect());
     }
 }
 
@@ -159,6 +320,7 @@ impl PoolView {
         catalog: &[InstanceType],
         daemonsets: &[DaemonSet],
         resources: &Names,
+        kinds: &Rc<OfferingKinds>,
     ) -> PoolView {
         let mut labels = pool.labels.clone();
         labels.push((NODEPOOL.into(), pool.name.clone()));
@@ -192,6 +354,8 @@ impl PoolView {
             let net = res::subtract(&it.allocatable, &overhead);
             let mut flavor = Flavor {
                 it: it.clone(),
+                kinds: it.offerings.iter().map(|o| kinds.kind(o)).collect(),
+                table: kinds.clone(),
                 net_dense: resources.dense(&net),
                 net,
                 base_price: 0.0,
@@ -308,7 +472,7 @@ pub struct Claim {
     /// stays an upper bound, a cheap way to turn pods away.
     pub max_net: Vec<i64>,
     pub requirements: Reqs,
-    pub flavors: Vec<Rc<Flavor>>,
+    pub flavors: FlavorList,
     /// What the claim's pods request, dense (see `resources::Names`).
     pub used: Vec<i64>,
     pub pods: Vec<usize>,
@@ -321,11 +485,11 @@ impl Claim {
         view: usize,
         pool_name: &str,
         requirements: Reqs,
-        flavors: Vec<Rc<Flavor>>,
+        flavors: FlavorList,
     ) -> Claim {
         let width = flavors.first().map_or(0, |f| f.net_dense.len());
         let mut max_net = vec![i64::MIN; width];
-        for flavor in &flavors {
+        for flavor in flavors.iter() {
             for (bound, value) in max_net.iter_mut().zip(&flavor.net_dense) {
                 *bound = (*bound).max(*value);
             }
@@ -352,11 +516,11 @@ impl Claim {
         self.chosen().price(&self.requirements)
     }
 
-    pub fn domain_options(
+    pub fn domain_options<'a>(
         &self,
         key: &str,
-        flavors: &[Rc<Flavor>],
-        reqs: &Reqs,
+        flavors: &'a [Rc<Flavor>],
+        reqs: &'a Reqs,
     ) -> Vec<Option<String>> {
         if key == HOSTNAME {
             return vec![Some(self.hostname.clone())];
@@ -369,20 +533,38 @@ impl Claim {
             || flavors.iter().any(|f| lookup(&f.it.labels, key).is_some())
         {
             // Borrowed values: this runs for every pod that pins a zone, over every candidate flavor.
-            let mut values: BTreeSet<&str> = BTreeSet::new();
-            for flavor in flavors {
-                if key == ZONE || key == CAPACITY_TYPE {
-                    values.extend(flavor.offerings(reqs).map(|o| {
-                        if key == ZONE {
-                            o.zone.as_str()
-                        } else {
-                            o.capacity_type.as_str()
+            // Few distinct values among many flavors: a short list, deduplicated as it grows.
+            let mut values: Vec<&str> = Vec::new();
+            if key == ZONE || key == CAPACITY_TYPE {
+                // Which offering pairs any flavor has, then their values.
+                if let Some(first) = flavors.first() {
+                    let table = &first.table;
+                    let mask = table.mask(reqs);
+                    let mut seen = vec![false; mask.len()];
+                    for flavor in flavors {
+                        for (o, k) in flavor.it.offerings.iter().zip(&flavor.kinds) {
+                            if o.available && mask[*k as usize] {
+                                seen[*k as usize] = true;
+                            }
                         }
-                    }));
-                } else if let Some(value) = lookup(&flavor.it.labels, key) {
-                    values.insert(value);
+                    }
+                    for (k, (zone, capacity_type)) in table.pairs.iter().enumerate() {
+                        let value = if key == ZONE { zone } else { capacity_type };
+                        if seen[k] && !values.contains(&value.as_str()) {
+                            values.push(value.as_str());
+                        }
+                    }
                 }
+            } else {
+                let mut distinct: BTreeSet<&str> = BTreeSet::new();
+                for flavor in flavors {
+                    if let Some(value) = lookup(&flavor.it.labels, key) {
+                        distinct.insert(value);
+                    }
+                }
+                values.extend(distinct);
             }
+            values.sort_unstable();
             return values
                 .into_iter()
                 .filter(|v| req.is_none_or(|r| r.has(v)))
