@@ -42,11 +42,6 @@ pytest: $(STAMP) sandbox
 clean:
 	rm -rf $(VENV) target
 
-# Today the demo plans the article's scenarios; the live demo on the local control plane follows.
+# The live demo: a sandbox of its own, kapstan running against it, the article's flows as a timeline.
 demo: $(STAMP)
-	@for workload in inflate-8x1cpu one-3cpu-pod inflate-anti-affinity; do \
-		echo "== $$workload on the article's catalog"; \
-		$(VENV)/bin/kapstan simulate -f tests/scenarios/article-catalog-mds.yaml -f tests/scenarios/$$workload.yaml; \
-	done
-	@echo "== 10 pods of 2 CPU on priced flavors A (4 CPU, 4.0/h) and B (6 CPU, 5.5/h)"
-	@$(VENV)/bin/kapstan simulate -f tests/scenarios/priced-catalog.yaml -f tests/scenarios/priced-10x2cpu.yaml
+	$(VENV)/bin/kapstan demo

@@ -18,7 +18,7 @@ from rich.table import Table
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import load_manifests
-from kapstan.cli_local import local_group
+from kapstan.cli_local import demo_cmd, local_group
 from kapstan.cli_render import render_group
 from kapstan.cli_run import run_command
 from kapstan.scheduling.model import Plan
@@ -85,3 +85,4 @@ def print_plan(plan: Plan, console: Console) -> None:
 main.add_command(local_group, "local")
 main.add_command(render_group, "render")
 main.add_command(run_command, "run")
+main.add_command(demo_cmd, "demo")

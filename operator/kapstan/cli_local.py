@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kapstan.local import BuildError, Sandbox, SandboxError, build, default_dir
+from kapstan.local.demo import run_demo
 
 _dir_option = click.option(
     "--dir",
@@ -55,6 +56,16 @@ def up_cmd(directory: Path | None, two_clusters: bool) -> None:
 def down_cmd(directory: Path | None) -> None:
     """Stop everything ``up`` started in DIR and remove what it created."""
     Sandbox.load((directory or default_dir()).absolute()).down()
+
+
+@click.command("demo")
+@click.option("--keep", is_flag=True, help="Leave the sandbox running at the end.")
+def demo_cmd(keep: bool) -> None:
+    """The article's story, live: build, start a sandbox, run kapstan, print the timeline, tear down."""
+    try:
+        run_demo(keep=keep)
+    except (BuildError, SandboxError) as err:
+        raise click.ClickException(str(err)) from err
 
 
 if __name__ == "__main__":

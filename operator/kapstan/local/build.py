@@ -9,6 +9,7 @@ versions and hashes our sources, so a warm cache costs nothing and a change to o
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -177,7 +178,18 @@ def _go_build(cwd: Path, out_dir: Path, packages: list[str]) -> None:
 
 
 def build(force: bool = False) -> Artifacts:
-    """Build everything the sandbox needs unless the cache already has it."""
+    """Build everything the sandbox needs unless the cache already has it.
+
+    Builds of one cache are serialized with a file lock: two test runs (or a test run and the demo)
+    starting together would otherwise write into the same staging folder.
+    """
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(force)
+
+
+def _build_locked(force: bool) -> Artifacts:
     src = source_dir()
     art = artifacts(src)
     if art.complete and not force:

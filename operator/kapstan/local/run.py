@@ -80,6 +80,7 @@ class KapstanRun:
         await apply(wl, [article.node_pool(self.pool, self.pool, self.id)])
         self.timeline = Timeline(wl, mgmt, self.namespace, "app,app!=node-agent", self.pool, self.on_entry)
         self._follow = asyncio.ensure_future(self.timeline.follow())
+        self.timeline.note("apply " + ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in workload))
         await apply(wl, workload)
 
     @property

@@ -8,6 +8,7 @@ prints it; the e2e tests print it and assert on it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from typing import Any
 
 from kapstan.capi import contract as c
 from kapstan.kube.client import Client, Object
+from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, PODS
 
 CONDITIONS = ("Launched", "Registered", "Initialized")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -47,7 +50,11 @@ class Timeline:
     async def follow(self, every: float = 0.25) -> None:
         """Poll until cancelled."""
         while True:
-            await self.poll()
+            try:
+                await self.poll()
+            except ApiError as error:
+                # A just-installed CRD can answer 404 for a moment, a server can blip: keep following.
+                log.debug("timeline poll failed: %s", error)
             await asyncio.sleep(every)
 
     async def poll(self) -> None:
