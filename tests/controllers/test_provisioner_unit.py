@@ -1,0 +1,101 @@
+"""The provisioner's batch window and the NodeClaims it writes, without an API server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kapstan.controllers.provisioner import (
+    NODEPOOL_HASH_ANNOTATION,
+    TERMINATION_FINALIZER,
+    Batcher,
+    BatchWindow,
+    nodeclaim_manifest,
+    nodepool_hash,
+)
+from kapstan.kube.clock import FakeClock
+from kapstan.scheduling.model import InstanceType, Offering, PlannedNodeClaim, Pod, Snapshot
+
+
+async def _closes_after(batcher: Batcher, clock: FakeClock, triggers: list[float]) -> float:
+    """Trigger at the given times (seconds from the start, on a 50 ms grid); return when the batch closed."""
+    due = {round(at * 20) for at in triggers}
+    waiting = asyncio.ensure_future(batcher.wait())
+    for tick in range(1000):
+        if tick in due:
+            batcher.trigger()
+        for _ in range(3):  # let the batcher react before time moves on
+            await asyncio.sleep(0)
+        if waiting.done():
+            return tick / 20
+        clock.advance(0.05)
+    raise AssertionError("the batch never closed")
+
+
+def test_a_batch_closes_one_second_after_the_last_pod() -> None:
+    clock = FakeClock()
+    batcher = Batcher(BatchWindow(idle=1.0, maximum=10.0), clock)
+    assert asyncio.run(_closes_after(batcher, clock, [0.0, 0.5, 1.2])) == pytest.approx(2.2, abs=0.05)
+
+
+def test_a_steady_stream_of_pods_is_cut_at_ten_seconds() -> None:
+    clock = FakeClock()
+    batcher = Batcher(BatchWindow(idle=1.0, maximum=10.0), clock)
+    every_half_second = [i * 0.5 for i in range(40)]  # would keep the idle window open for 20 s
+    assert asyncio.run(_closes_after(batcher, clock, every_half_second)) == pytest.approx(10.0, abs=0.05)
+
+
+POOL = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "default", "uid": "uid-1"},
+    "spec": {
+        "template": {
+            "metadata": {"labels": {"team": "a"}},
+            "spec": {
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c3-4", "c3-8"]},
+                ],
+                "nodeClassRef": {
+                    "group": "karpenter.cluster.x-k8s.io",
+                    "kind": "ClusterAPINodeClass",
+                    "name": "x",
+                },
+                "startupTaints": [{"key": "example.com/agent", "effect": "NoSchedule"}],
+                "expireAfter": "Never",
+            },
+        }
+    },
+}
+
+
+def test_a_nodeclaim_is_the_pools_template_narrowed_to_the_chosen_offering() -> None:
+    pods = tuple(
+        Pod("default", f"p{i}", {"cpu": 1000, "memory": 2**30 * 1000, "pods": 1000}) for i in range(3)
+    )
+    flavor = InstanceType("c3-8", {"cpu": 4000}, {"cpu": 4000}, (Offering("nova"),))
+    snapshot = Snapshot(pods=pods, instance_types=(flavor,), node_pools=())
+    planned = PlannedNodeClaim("default", "c3-8", "nova", "on-demand", 1.5, ("default/p0", "default/p2"))
+    claim = nodeclaim_manifest(planned, POOL, snapshot)
+    meta, spec = claim["metadata"], claim["spec"]
+    assert meta["generateName"] == "default-"
+    assert meta["labels"]["team"] == "a"
+    assert meta["labels"]["node.kubernetes.io/instance-type"] == "c3-8"
+    assert meta["labels"]["topology.kubernetes.io/zone"] == "nova"
+    assert meta["annotations"][NODEPOOL_HASH_ANNOTATION] == nodepool_hash(POOL)
+    assert meta["finalizers"] == [TERMINATION_FINALIZER]
+    assert meta["ownerReferences"][0]["uid"] == "uid-1"
+    by_key = {r["key"]: r for r in spec["requirements"]}
+    assert by_key["node.kubernetes.io/instance-type"]["values"] == ["c3-8"]
+    assert by_key["kubernetes.io/arch"]["values"] == ["amd64"]
+    assert spec["resources"]["requests"] == {"cpu": "2", "memory": "2Gi", "pods": "2"}
+    assert spec["startupTaints"] == [{"key": "example.com/agent", "effect": "NoSchedule"}]
+
+
+def test_the_pool_hash_changes_with_the_template_only() -> None:
+    changed = {**POOL, "spec": {**POOL["spec"], "limits": {"cpu": "10"}}}
+    assert nodepool_hash(changed) == nodepool_hash(POOL)
+    retemplated = {"spec": {"template": {**POOL["spec"]["template"], "metadata": {"labels": {"team": "b"}}}}}
+    assert nodepool_hash(retemplated) != nodepool_hash(POOL)
