@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kapstan.controllers.disruption import DisruptionOptions, MinSaving
 from kapstan.controllers.lifecycle import Timeouts
 from kapstan.controllers.manager import Manager, Options, StartupError, connect
 from kapstan.controllers.state import ClusterRef
@@ -31,6 +32,24 @@ from kapstan.observability import logging as logs
     show_default=True,
     help="Seconds from launch to a registered Node.",
 )
+@click.option(
+    "--disruption-validation-delay",
+    default=15.0,
+    show_default=True,
+    help="Seconds a disruption decision must keep holding before kapstan acts on it.",
+)
+@click.option(
+    "--consolidation-min-saving",
+    default=0.05,
+    show_default=True,
+    help="Least saving of a consolidation replace, as a fraction of the replaced nodes' price.",
+)
+@click.option(
+    "--consolidation-min-saving-per-hour",
+    default=0.0,
+    show_default=True,
+    help="Least saving of a consolidation replace, per hour, in the catalog's price unit.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def run_command(
@@ -44,6 +63,9 @@ def run_command(
     leader_election_id: str,
     launch_timeout: float,
     registration_timeout: float,
+    disruption_validation_delay: float,
+    consolidation_min_saving: float,
+    consolidation_min_saving_per_hour: float,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -60,6 +82,11 @@ def run_command(
             leader_election_namespace=leader_election_namespace,
             leader_election_id=leader_election_id,
             timeouts=Timeouts(launch=launch_timeout, registration=registration_timeout),
+            disruption=DisruptionOptions(
+                validation_delay=disruption_validation_delay,
+                min_saving=MinSaving(consolidation_min_saving, consolidation_min_saving_per_hour),
+                replacement_timeout=launch_timeout + registration_timeout,
+            ),
         )
         asyncio.run(_run(options))
     except (StartupError, ValueError) as error:

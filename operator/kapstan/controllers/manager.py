@@ -18,6 +18,7 @@ from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.adoption import Adoption
+from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.lifecycle import Lifecycle, Timeouts
 from kapstan.controllers.nodeclaims import NodeClaimController
 from kapstan.controllers.provisioner import BatchWindow, Provisioner
@@ -52,6 +53,7 @@ class Options:
     leader: LeaderConfig = field(default_factory=LeaderConfig)
     batch: BatchWindow = field(default_factory=BatchWindow)
     timeouts: Timeouts = field(default_factory=Timeouts)
+    disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
 
 
 class Manager:
@@ -67,6 +69,7 @@ class Manager:
         terminator = Terminator(self.state, self.provider, self.events)
         self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator)
         self.adoption = Adoption(self.state, self.events)
+        self.disruption = Disruption(self.state, self.events, options.disruption, engine=options.engine)
         # Template Events are about MDs, so they belong in the management cluster.
         self.template_taints = TemplateTaints(self.state, EventRecorder(management, "kapstan"))
         self.nodepool_status = NodePoolStatus(self.state, self.events)
@@ -102,6 +105,7 @@ class Manager:
             self.provisioner.run(),
             self.nodeclaims.run(),
             self.adoption.run(),
+            self.disruption.run(),
             self.template_taints.run(),
             self.nodepool_status.run(),
             self.nodeclass_status.run(),

@@ -1,0 +1,11 @@
+"""Disruption: removing the nodes kapstan no longer needs (DESIGN.md "Data flow" 6).
+
+``controller`` runs the loop and acts; the decisions are pure and tested apart: ``candidates`` (which
+nodes may go), ``budgets`` (how many, and when), ``consolidation`` (delete or replace, M → N, through
+the solver), ``drift`` (drift and expiration) and ``command`` (what is recorded so a restart can finish).
+"""
+
+from kapstan.controllers.disruption.consolidation import MinSaving
+from kapstan.controllers.disruption.controller import Disruption, DisruptionOptions
+
+__all__ = ["Disruption", "DisruptionOptions", "MinSaving"]

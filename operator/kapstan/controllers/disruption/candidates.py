@@ -1,0 +1,187 @@
+"""Which NodeClaims disruption may touch, and what moving each would involve.
+
+A candidate is one of our NodeClaims with a Node: Initialized, not already going, its Machine in our
+Cluster. What can block graceful disruption (consolidation, drift) is found here, once, as data: the
+``karpenter.sh/do-not-disrupt`` annotation on the Node or NodeClaim, or on a pod (``"true"``, or a
+duration the pod is protected for after it started), and a pod whose PodDisruptionBudget allows no
+eviction now. Expiration is forceful and ignores all of it (Karpenter does the same).
+
+``consolidatable`` follows Karpenter's ``Consolidatable`` condition: ``consolidateAfter`` has passed
+since the last pod event on the node (a pod bound to it, or gone from it), counted from initialization
+for a node that never had one; ``Never`` turns consolidation, emptiness included, off.
+
+Pure: objects and ``now`` in, ``Candidate`` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from kapstan.api.duration import parse_duration
+from kapstan.controllers import conditions as cond
+from kapstan.kube.client import Object
+from kapstan.scheduling.model import INSTANCE_TYPE, NODEPOOL, ZONE, LabelSelector, LabelSelectorRequirement
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+INITIALIZED = "Initialized"
+CONSOLIDATABLE = "Consolidatable"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    claim: str
+    node: str
+    pool: str
+    instance_type: str
+    zone: str
+    price: float
+    pods: tuple[str, ...]
+    """Keys of the pods a drain would move (not DaemonSet, static or finished pods)."""
+    created: datetime
+    consolidatable: bool
+    blocked: str = ""
+    """Why graceful disruption must leave this node alone; empty when it may go."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.pods
+
+    def describe(self) -> str:
+        return f"{self.claim} ({self.instance_type}, node {self.node}, {self.price:g}/h)"
+
+
+def reschedulable(pod: Object) -> bool:
+    """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished or going."""
+    meta = pod["metadata"]
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or meta.get("deletionTimestamp"):
+        return False
+    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or []):
+        return False
+    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def pod_key(pod: Object) -> str:
+    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+
+
+def selector_of(raw: Mapping[str, Any] | None) -> LabelSelector:
+    """A ``metav1.LabelSelector`` as the solver's selector (an empty one matches every pod)."""
+    raw = raw or {}
+    return LabelSelector(
+        tuple(sorted((raw.get("matchLabels") or {}).items())),
+        tuple(
+            LabelSelectorRequirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in raw.get("matchExpressions") or []
+        ),
+    )
+
+
+def pdb_blocks(pod: Object, pdbs: Iterable[Object]) -> str:
+    """The PodDisruptionBudget that allows no eviction of ``pod`` now, as text; empty if none."""
+    meta = pod["metadata"]
+    for pdb in pdbs:
+        if pdb["metadata"].get("namespace") != meta.get("namespace"):
+            continue
+        selector = pdb.get("spec", {}).get("selector")
+        if selector is None or not selector_of(selector).matches(meta.get("labels") or {}):
+            continue
+        if int(pdb.get("status", {}).get("disruptionsAllowed") or 0) <= 0:
+            return f"PodDisruptionBudget {meta.get('namespace')}/{pdb['metadata']['name']} allows no eviction of pod {meta['name']}"
+    return ""
+
+
+def do_not_disrupt(obj: Object, now: datetime) -> bool:
+    """``karpenter.sh/do-not-disrupt``: ``"true"`` protects; a duration protects for that long after the
+    pod started; anything else protects too (a typo must not expose a pod its owner meant to keep)."""
+    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT)
+    if value is None:
+        return False
+    if value.strip().lower() == "false":
+        return False
+    if value.strip().lower() == "true":
+        return True
+    try:
+        protected = parse_duration(value.strip())
+    except ValueError:
+        return True
+    started = cond.parse_time(
+        obj.get("status", {}).get("startTime") or obj["metadata"].get("creationTimestamp")
+    )
+    return started is None or started + protected > now
+
+
+def blocker(
+    claim: Object, node: Object, pods: Sequence[Object], pdbs: Sequence[Object], now: datetime
+) -> str:
+    """Why graceful disruption must not take this node now; empty when nothing blocks it."""
+    for obj, what in ((node, "Node"), (claim, "NodeClaim")):
+        if do_not_disrupt(obj, now):
+            return f"{what} {obj['metadata']['name']} is annotated {DO_NOT_DISRUPT}"
+    for pod in pods:
+        if not reschedulable(pod):
+            continue
+        if do_not_disrupt(pod, now):
+            return f"pod {pod_key(pod)} is annotated {DO_NOT_DISRUPT}"
+        found = pdb_blocks(pod, pdbs)
+        if found:
+            return found
+    return ""
+
+
+def consolidatable(
+    claim: Object, last_pod_event: datetime | None, consolidate_after: timedelta | None, now: datetime
+) -> bool:
+    """Karpenter's ``Consolidatable``: Initialized, and ``consolidateAfter`` since the last pod event."""
+    if consolidate_after is None:
+        return False
+    initialized = cond.find(claim, INITIALIZED)
+    if initialized is None or initialized.get("status") != cond.TRUE:
+        return False
+    since = cond.parse_time(initialized.get("lastTransitionTime")) or now
+    recorded = cond.parse_time(claim.get("status", {}).get("lastPodEventTime"))
+    for moment in (last_pod_event, recorded):
+        if moment is not None and moment > since:
+            since = moment
+    return now >= since + consolidate_after
+
+
+def price_of(claim: Object, prices: Mapping[tuple[str, str], float], annotation: str) -> float:
+    """What the claim's node costs per hour: the price it was bought at, else the catalog's."""
+    text = (claim["metadata"].get("annotations") or {}).get(annotation)
+    if text:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    labels = claim["metadata"].get("labels") or {}
+    return prices.get((labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, "")), 0.0)
+
+
+def candidate(
+    claim: Object,
+    node: Object,
+    pods: Sequence[Object],
+    pdbs: Sequence[Object],
+    *,
+    price: float,
+    consolidate_after: timedelta | None,
+    last_pod_event: datetime | None,
+    now: datetime,
+) -> Candidate:
+    labels = claim["metadata"].get("labels") or {}
+    return Candidate(
+        claim=claim["metadata"]["name"],
+        node=node["metadata"]["name"],
+        pool=labels.get(NODEPOOL, ""),
+        instance_type=labels.get(INSTANCE_TYPE, ""),
+        zone=labels.get(ZONE, ""),
+        price=price,
+        pods=tuple(sorted(pod_key(p) for p in pods if reschedulable(p))),
+        created=cond.parse_time(claim["metadata"].get("creationTimestamp")) or now,
+        consolidatable=consolidatable(claim, last_pod_event, consolidate_after, now),
+        blocked=blocker(claim, node, pods, pdbs, now),
+    )
