@@ -23,11 +23,14 @@ from kapstan.capi.provider import (
     CloudProvider,
     CreateError,
     InsufficientCapacity,
+    LaunchedMachine,
     LaunchRequest,
     NotFound,
     Paused,
 )
+from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.provisioner import PRICE_ANNOTATION
 from kapstan.controllers.state import BY_NODECLAIM, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -35,7 +38,7 @@ from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS, NODES
 from kapstan.observability import metrics
-from kapstan.scheduling.model import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from kapstan.scheduling.model import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE, InstanceType
 from kapstan.snapshot import SimulationInput
 
 log = logging.getLogger(__name__)
@@ -93,26 +96,66 @@ class Lifecycle:
             return await self._give_up(
                 claim, "LaunchTimeout", f"not launched within {self.timeouts.launch:.0f}s"
             )
-        labels = claim["metadata"].get("labels") or {}
-        offering = (labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
         simulation = await self.catalog()
-        source = simulation.catalog.sources.get(offering)
-        if source is None:
-            return await self._give_up(
-                claim, "UnknownOffering", f"no MachineDeployment or worker class offers {'/'.join(offering)}"
-            )
-        try:
-            machine = await self.provider.create(LaunchRequest(name, source))
-        except (InsufficientCapacity, NotFound) as error:
-            return await self._give_up(claim, "LaunchFailed", str(error))
-        except (Paused, CreateError) as error:
-            await self.events.emit(claim, "Warning", "LaunchDelayed", str(error))
-            return Result(requeue_after=self.timeouts.retry)
+        flavors = {it.name: it for it in simulation.snapshot.instance_types}
+        refused: list[str] = []
+        for flavor in _launch_order(claim):
+            labels = claim["metadata"].get("labels") or {}
+            offering = (flavor, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
+            source = simulation.catalog.sources.get(offering)
+            if source is None:
+                refused.append(f"no MachineDeployment or worker class offers {'/'.join(offering)}")
+                continue
+            if flavor != labels.get(INSTANCE_TYPE):
+                # Record the flavor before launching it: a restarted operator must look for the Machine in
+                # this flavor's MD, not start another one in the first choice's.
+                claim = await self._switch_flavor(claim, flavors, flavor)
+            try:
+                machine = await self.provider.create(LaunchRequest(name, source))
+            except InsufficientCapacity as error:
+                refused.append(str(error))
+                continue
+            except NotFound as error:
+                refused.append(str(error))
+                continue
+            except (Paused, CreateError) as error:
+                await self.events.emit(claim, "Warning", "LaunchDelayed", str(error))
+                return Result(requeue_after=self.timeouts.retry)
+            return await self._launched(claim, machine, source, flavors.get(flavor))
+        return await self._give_up(claim, "LaunchFailed", "; ".join(refused) or "no flavor to launch")
+
+    async def _switch_flavor(self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str) -> Object:
+        labels = claim["metadata"].get("labels") or {}
+        before, after = flavors.get(labels.get(INSTANCE_TYPE, "")), flavors.get(flavor)
+        patch_labels: dict[str, str | None] = {key: None for key in (before.labels if before else {})}
+        patch_labels.update(after.labels if after else {})
+        patch_labels[INSTANCE_TYPE] = flavor
+        await self.events.emit(
+            claim, "Normal", "FlavorFallback", f"launching {flavor} instead of {labels.get(INSTANCE_TYPE)}"
+        )
+        prices = [
+            offering.price
+            for offering in (after.offerings if after else ())
+            if (offering.zone, offering.capacity_type) == (labels.get(ZONE), labels.get(CAPACITY_TYPE))
+        ]
+        meta: dict[str, Any] = {
+            "labels": patch_labels,
+            "resourceVersion": claim["metadata"]["resourceVersion"],
+        }
+        if prices:
+            meta["annotations"] = {PRICE_ANNOTATION: str(min(prices))}
+        patch = {"metadata": meta}
+        updated: Object = await self.state.workload.patch(NODECLAIMS, claim["metadata"]["name"], patch)
+        return updated
+
+    async def _launched(
+        self, claim: Object, machine: LaunchedMachine, source: FlavorSource, flavor: InstanceType | None
+    ) -> Result:
+        name = claim["metadata"]["name"]
         ref = f"{machine.ref.namespace}/{machine.ref.name}"
         if (claim["metadata"].get("annotations") or {}).get(MACHINE_ANNOTATION) != ref:
             patch = {"metadata": {"annotations": {MACHINE_ANNOTATION: ref}}}
             claim = await self.state.workload.patch(NODECLAIMS, name, patch)
-        flavor = {it.name: it for it in simulation.snapshot.instance_types}.get(offering[0])
         status: dict[str, Any] = {
             "providerID": machine.provider_id,
             "conditions": cond.with_condition(cond.conditions_of(claim), LAUNCHED, cond.TRUE, LAUNCHED),
@@ -244,6 +287,16 @@ class Lifecycle:
         await self.state.workload.patch(
             NODECLAIMS, claim["metadata"]["name"], {"status": dict(status)}, subresource="status"
         )
+
+
+def _launch_order(claim: Object) -> list[str]:
+    """The flavor on the label first (it may have a Machine already), then the requirement's ranking."""
+    current = (claim["metadata"].get("labels") or {}).get(INSTANCE_TYPE, "")
+    ranked: list[str] = []
+    for requirement in claim.get("spec", {}).get("requirements") or []:
+        if requirement.get("key") == INSTANCE_TYPE and requirement.get("operator") == "In":
+            ranked = list(requirement.get("values") or [])
+    return [current, *(flavor for flavor in ranked if flavor != current)] if current else ranked
 
 
 def _same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kapstan import scheduling
@@ -25,6 +26,7 @@ from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.api.quantity import format_quantity
 from kapstan.catalog import FlavorSource
+from kapstan.controllers.alternatives import ranked_alternatives
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -180,7 +182,8 @@ class Provisioner:
         )
         created = []
         for claim in plan.node_claims:
-            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot)
+            alternatives = ranked_alternatives(claim, plan, snapshot)
+            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, alternatives)
             made = await self.state.workload.create(NODECLAIMS, body)
             created.append(made)
             metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()
@@ -232,8 +235,12 @@ class Provisioner:
             await self.events.emit(obj, "Warning", "FlavorUnavailable", str(error))
 
 
-def nodeclaim_manifest(claim: PlannedNodeClaim, pool: Object, snapshot: Snapshot) -> Object:
-    """The NodeClaim for one planned node: the pool's template narrowed to the chosen offering."""
+def nodeclaim_manifest(
+    claim: PlannedNodeClaim, pool: Object, snapshot: Snapshot, alternatives: Sequence[str] = ()
+) -> Object:
+    """The NodeClaim for one planned node: the pool's template narrowed to the chosen offering's zone and
+    capacity type, and to the chosen flavor followed by its ranked ``alternatives`` (launch tries them in
+    that order); the labels name the chosen flavor."""
     template = pool["spec"]["template"]
     spec = template.get("spec", {})
     pool_name = pool["metadata"]["name"]
@@ -247,7 +254,7 @@ def nodeclaim_manifest(claim: PlannedNodeClaim, pool: Object, snapshot: Snapshot
     }
     requirements = [r for r in spec.get("requirements") or [] if r.get("key") not in _NARROWED]
     requirements += [
-        {"key": INSTANCE_TYPE, "operator": "In", "values": [claim.instance_type]},
+        {"key": INSTANCE_TYPE, "operator": "In", "values": [claim.instance_type, *alternatives]},
         {"key": ZONE, "operator": "In", "values": [claim.zone]},
         {"key": CAPACITY_TYPE, "operator": "In", "values": [claim.capacity_type]},
     ]
