@@ -1,6 +1,7 @@
 """Shared fixtures: the `engine` fixture runs a test body once per scheduling engine (STYLE.md habit 6),
-and `sandbox` is one session-wide local control plane for every folder that needs a real API server
-(imported here once, so a full run starts one sandbox, not one per folder)."""
+and `sandbox` (`two_cluster_sandbox`: separate management and workload API servers) is one session-wide
+local control plane for every folder that needs a real API server (imported here once, so a full run
+starts one of each, not one per folder)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kapstan.local.fixture import sandbox
+from kapstan.local.fixture import sandbox, two_cluster_sandbox
 from kapstan.scheduling import ENGINES
 
-__all__ = ["engine", "sandbox"]
+__all__ = ["engine", "sandbox", "two_cluster_sandbox"]
 
 # `HYPOTHESIS_PROFILE=deep` explores far more random snapshots than the default run.
 _RELAXED = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]

@@ -17,6 +17,10 @@ from kapstan.local.timeline import format_entry
 
 @pytest.fixture
 def e2e(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[E2E]:
+    yield from _harness(sandbox, request)
+
+
+def _harness(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[E2E]:
     prefix = request.node.name.removeprefix("test_")[:24].rstrip("_").replace("_", "-")
     run = KapstanRun(sandbox, prefix, on_entry=lambda seconds, text: print(format_entry(seconds, text)))
     harness = E2E(run, asyncio.new_event_loop())
@@ -26,3 +30,9 @@ def e2e(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[E2E]:
     finally:
         harness(run.cleanup())
         harness.loop.close()
+
+
+@pytest.fixture
+def e2e_two_clusters(two_cluster_sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[E2E]:
+    """As ``e2e``, on separate management and workload API servers."""
+    yield from _harness(two_cluster_sandbox, request)

@@ -20,7 +20,15 @@ def _flavors(machines: list[dict]) -> Counter[str]:
     return Counter(c.labels_of(m).get(c.DEPLOYMENT_NAME_LABEL, "") for m in machines)
 
 
-def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(e2e: E2E) -> None:
+@pytest.fixture(params=["one API server", "management and workload apart"])
+def article_run(request: pytest.FixtureRequest) -> E2E:
+    fixture = "e2e" if request.param == "one API server" else "e2e_two_clusters"
+    harness: E2E = request.getfixturevalue(fixture)
+    return harness
+
+
+def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(article_run: E2E) -> None:
+    e2e = article_run
     run = e2e.run
     ns = run.namespace
     e2e(

@@ -1,7 +1,8 @@
 """Tests of the local sandbox: a real API server, scheduler, kwok and Cluster API.
 
 Every test here is marked ``sandbox`` (select with ``-m sandbox``, deselect with ``-m "not sandbox"``).
-They build what they need on first use; ``KAPSTAN_SKIP_SANDBOX=1`` skips them.
+They build what they need on first use; ``KAPSTAN_SKIP_SANDBOX=1`` skips them. Their fixtures are in
+``tests/conftest.py``.
 """
 
 from __future__ import annotations
@@ -9,10 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from kapstan.local.fixture import two_cluster_sandbox
-
-__all__ = ["two_cluster_sandbox"]
 
 _HERE = Path(__file__).parent
 
