@@ -1,0 +1,39 @@
+"""``kapstan run`` refuses to start with one clear line and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kapstan.local import Sandbox
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kapstan", "run", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_missing_kubeconfig_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.kubeconfig"
+    result = _run("--cluster", "default/c", "--workload-kubeconfig", str(missing))
+    assert result.returncode == 2
+    assert f"--workload-kubeconfig: no kubeconfig at {missing}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_malformed_cluster_flag_is_named(tmp_path: Path) -> None:
+    result = _run("--cluster", "just-a-name", "--workload-kubeconfig", str(tmp_path / "x"))
+    assert result.returncode == 2
+    assert "--cluster must be NAMESPACE/NAME" in result.stderr
+
+
+@pytest.mark.sandbox
+def test_a_missing_cluster_is_named(sandbox: Sandbox) -> None:
+    result = _run("--cluster", "nowhere/ghost", "--workload-kubeconfig", str(sandbox.kubeconfig))
+    assert result.returncode == 2
+    assert "Cluster nowhere/ghost not found in the management cluster" in result.stderr
+    assert "Traceback" not in result.stderr
