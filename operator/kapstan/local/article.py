@@ -100,8 +100,11 @@ def node_class(name: str) -> Manifest:
     }
 
 
-def node_pool(name: str, node_class_name: str, run: str, cpu_limit: str = "64") -> Manifest:
-    """The article's NodePool (amd64, on-demand, WhenEmpty after 30s), labelling its nodes with ``run``."""
+def node_pool(
+    name: str, node_class_name: str, run: str, cpu_limit: str = "64", disruption: Manifest | None = None
+) -> Manifest:
+    """The article's NodePool (amd64, on-demand, WhenEmpty after 30s unless ``disruption`` says
+    otherwise), labelling its nodes with ``run``."""
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -123,7 +126,7 @@ def node_pool(name: str, node_class_name: str, run: str, cpu_limit: str = "64") 
                 },
             },
             "limits": {"cpu": cpu_limit},
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+            "disruption": disruption or {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
         },
     }
 

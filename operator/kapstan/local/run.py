@@ -66,10 +66,16 @@ class KapstanRun:
         return self.workload, self.management
 
     async def setup(
-        self, management: list[dict[str, Any]], workload: list[dict[str, Any]], *, node_class: bool = True
+        self,
+        management: list[dict[str, Any]],
+        workload: list[dict[str, Any]],
+        *,
+        node_class: bool = True,
+        disruption: dict[str, Any] | None = None,
     ) -> None:
         """Create the namespace on both sides, the Cluster's objects, the NodePool (and its NodeClass unless
-        ``node_class`` is False), start following the timeline, then create the workloads."""
+        ``node_class`` is False; with ``disruption`` as its ``spec.disruption`` if given), start following
+        the timeline, then create the workloads."""
         wl, mgmt = self.clients
         await apply(mgmt, [article.namespace(self.namespace)])
         if wl is not mgmt and self.sandbox.two_clusters:
@@ -77,7 +83,7 @@ class KapstanRun:
         await apply(mgmt, management)
         if node_class:
             await apply(wl, [article.node_class(self.pool)])
-        await apply(wl, [article.node_pool(self.pool, self.pool, self.id)])
+        await apply(wl, [article.node_pool(self.pool, self.pool, self.id, disruption=disruption)])
         self.timeline = Timeline(wl, mgmt, self.namespace, "app,app!=node-agent", self.pool, self.on_entry)
         self._follow = asyncio.ensure_future(self.timeline.follow())
         self.timeline.note("apply " + ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in workload))

@@ -45,6 +45,7 @@ class Candidate:
     consolidatable: bool
     blocked: str = ""
     """Why graceful disruption must leave this node alone; empty when it may go."""
+    consolidatable_at: datetime | None = None
 
     @property
     def empty(self) -> bool:
@@ -132,21 +133,30 @@ def blocker(
     return ""
 
 
+def consolidatable_at(
+    claim: Object, last_pod_event: datetime | None, consolidate_after: timedelta | None
+) -> datetime | None:
+    """When the claim turns ``Consolidatable``: ``consolidateAfter`` after its last pod event (or its
+    initialization); None while it is not Initialized or when ``consolidateAfter`` is ``Never``."""
+    if consolidate_after is None:
+        return None
+    initialized = cond.find(claim, INITIALIZED)
+    if initialized is None or initialized.get("status") != cond.TRUE:
+        return None
+    since = cond.parse_time(initialized.get("lastTransitionTime"))
+    recorded = cond.parse_time(claim.get("status", {}).get("lastPodEventTime"))
+    moments = [m for m in (since, last_pod_event, recorded) if m is not None]
+    if not moments:
+        return None
+    return max(moments) + consolidate_after
+
+
 def consolidatable(
     claim: Object, last_pod_event: datetime | None, consolidate_after: timedelta | None, now: datetime
 ) -> bool:
     """Karpenter's ``Consolidatable``: Initialized, and ``consolidateAfter`` since the last pod event."""
-    if consolidate_after is None:
-        return False
-    initialized = cond.find(claim, INITIALIZED)
-    if initialized is None or initialized.get("status") != cond.TRUE:
-        return False
-    since = cond.parse_time(initialized.get("lastTransitionTime")) or now
-    recorded = cond.parse_time(claim.get("status", {}).get("lastPodEventTime"))
-    for moment in (last_pod_event, recorded):
-        if moment is not None and moment > since:
-            since = moment
-    return now >= since + consolidate_after
+    at = consolidatable_at(claim, last_pod_event, consolidate_after)
+    return at is not None and now >= at
 
 
 def price_of(claim: Object, prices: Mapping[tuple[str, str], float], annotation: str) -> float:
@@ -183,5 +193,6 @@ def candidate(
         pods=tuple(sorted(pod_key(p) for p in pods if reschedulable(p))),
         created=cond.parse_time(claim["metadata"].get("creationTimestamp")) or now,
         consolidatable=consolidatable(claim, last_pod_event, consolidate_after, now),
+        consolidatable_at=consolidatable_at(claim, last_pod_event, consolidate_after),
         blocked=blocker(claim, node, pods, pdbs, now),
     )

@@ -154,7 +154,18 @@ def _better(a: Decision | None, b: Decision | None) -> Decision | None:
         return b
     if b is None:
         return a
-    return b if (b.saving, len(b.candidates)) > (a.saving, len(a.candidates)) else a
+    return b if _score(b) > _score(a) else a
+
+
+def _score(decision: Decision) -> tuple[float, bool, int, int]:
+    """The larger saving wins; at the same saving, fewer new nodes, then fewer nodes disrupted: churn
+    costs something the price does not show."""
+    return (
+        decision.saving,
+        decision.kind == DELETE,
+        -len(decision.replacements),
+        -len(decision.candidates),
+    )
 
 
 def multi_node(
@@ -173,17 +184,20 @@ def multi_node(
     best: Decision | None = None
     for order in _orders(candidates, budget):
         order = order[:limit]
-        low, high = 2, len(order)
-        while low <= high:
-            if deadline is not None and time.monotonic() > deadline:
-                return best
-            middle = (low + high) // 2
-            found = evaluate(snapshot, order[:middle], leaving, solve, min_saving)
-            if found is not None:
-                best = _better(best, found)
-                low = middle + 1
-            else:
-                high = middle - 1
+        # Twice: the longest prefix that consolidates at all, and the longest that needs no new node
+        # (a shorter delete often saves as much as a longer replace, with less churn).
+        for deletes_only in (False, True):
+            low, high = 2, len(order)
+            while low <= high:
+                if deadline is not None and time.monotonic() > deadline:
+                    return best
+                middle = (low + high) // 2
+                found = evaluate(snapshot, order[:middle], leaving, solve, min_saving)
+                if found is not None and (found.kind == DELETE or not deletes_only):
+                    best = _better(best, found)
+                    low = middle + 1
+                else:
+                    high = middle - 1
     return best
 
 

@@ -115,6 +115,8 @@ class Disruption:
         self.wall = wall
         self._last_pod_event: dict[str, datetime] = {}
         self._creating: set[str] = set()
+        self._next: datetime | None = None
+        """The earliest moment a candidate turns consolidatable, found by the last pass."""
         self._wake = asyncio.Event()
         state.pods.add_handler(self._on_pod)
         state.node_claims.add_handler(self._on_claim)
@@ -144,13 +146,21 @@ class Disruption:
 
     async def run(self) -> None:
         while True:
+            self._next = None
             try:
-                await self.reconcile()
+                acted = await self.reconcile()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("disruption pass failed; trying again at the next one")
-            await self._wait(self.options.poll)
+                acted = False
+            if acted:
+                continue  # Karpenter's loop too goes straight on after a command
+            wait = self.options.poll
+            if self._next is not None:
+                # A node turns consolidatable before the next poll: look then, not up to 10 s later.
+                wait = min(wait, max(1.0, (self._next - self.wall()).total_seconds() + 0.5))
+            await self._wait(wait)
 
     async def _wait(self, seconds: float) -> None:
         self._wake.clear()
@@ -163,8 +173,9 @@ class Disruption:
                 task.cancel()
         await self.clock.sleep(1.0)  # a burst of claim updates is one pass, not one per update
 
-    async def reconcile(self) -> None:
-        """One pass: expire, move commands in flight on, or decide and act on at most one new command."""
+    async def reconcile(self) -> bool:
+        """One pass: expire, move commands in flight on, or decide and act on at most one new command;
+        True when a new command was started."""
         now = self.wall()
         pools = self._pools()
         claims = {c["metadata"]["name"]: c for c in self.state.node_claims.store.objects()}
@@ -175,10 +186,10 @@ class Disruption:
         if commands:
             for command in commands.values():
                 await self._progress(command, claims)
-            return
+            return False
         found = await self._decide(pools, now, announce=True)
         if found is None:
-            return
+            return False
         reason, decision = found
         await self.clock.sleep(self.options.validation_delay)
         confirmed = await self._decide(self._pools(), self.wall(), only=(reason, decision))
@@ -187,8 +198,9 @@ class Disruption:
                 "disruption no longer valid after the validation delay",
                 extra={"reason": reason, "nodeclaims": [c.claim for c in decision.candidates]},
             )
-            return
+            return False
         await self._execute(reason, confirmed[1], self._pools())
+        return True
 
     # -- deciding --------------------------------------------------------------------------------------
 
@@ -289,6 +301,8 @@ class Disruption:
                 now=now,
             )
             candidates.append(found)
+            if not found.consolidatable and found.consolidatable_at is not None:
+                self._next = min(self._next or found.consolidatable_at, found.consolidatable_at)
             reason = await self._drift(claim, pools.raw[pool])
             if reason:
                 drifted[found.claim] = reason
