@@ -18,6 +18,7 @@ from rich.table import Table
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import load_manifests
+from kapstan.cli_addon import addon_command
 from kapstan.cli_local import demo_cmd, local_group
 from kapstan.cli_render import render_group
 from kapstan.cli_run import run_command
@@ -86,3 +87,4 @@ main.add_command(local_group, "local")
 main.add_command(render_group, "render")
 main.add_command(run_command, "run")
 main.add_command(demo_cmd, "demo")
+main.add_command(addon_command, "addon")

@@ -230,3 +230,63 @@ def management_rbac(
             ),
         },
     ]
+
+
+ADDON_NAME = f"{NAME}-addon"
+ADDONS = "addons.cluster.x-k8s.io"
+
+
+def addon_rules(
+    infrastructure_groups: Sequence[str] = (DEFAULT_INFRASTRUCTURE_GROUP,),
+) -> list[dict[str, Any]]:
+    """The ClusterRole of ``kapstan addon`` in the management cluster, across the namespaces of Clusters.
+
+    It creates each Cluster's management Role, and Kubernetes only lets it grant what it holds itself
+    (RBAC's escalation check) unless it has ``escalate``/``bind``, which would let it grant anything. So it
+    holds ``management_rules`` cluster-wide (Cluster names cannot be known in advance) and nothing beyond
+    what its own reconcile does.
+    """
+    delegated = [
+        {key: value for key, value in r.items() if key != "resourceNames"}
+        for r in management_rules("", infrastructure_groups[0])
+    ]
+    # One get-only rule per further provider group, as management_rules grants for the first.
+    delegated += [rule(group, ["*"], ["get"]) for group in infrastructure_groups[1:]]
+    write = ["create", "get", "patch", "delete"]
+    return [
+        # The informer over Clusters, and the label that makes the CRS select one.
+        rule(CAPI, ["clusters"], [*READ, "patch"]),
+        # Where the Cluster's infrastructure group and its classes' instance types come from.
+        rule(CAPI, ["clusterclasses"], ["get"]),
+        # Per Cluster: the credential's ServiceAccount, Role, binding and token Secret; the bundle's
+        # ConfigMaps, Secret and ClusterResourceSet. Written with server-side apply (patch; create for the
+        # first apply), deleted when the variable turns off.
+        rule("", ["serviceaccounts", "configmaps"], write),
+        rule(RBAC, ["roles", "rolebindings"], write),
+        rule(ADDONS, ["clusterresourcesets"], write),
+        # Secrets: the token Secret is read back for its token and CA, and CAPI's ``<cluster>-kubeconfig``
+        # is read to remove the workload-side install when the variable turns off. Both are needed in
+        # every Cluster namespace, which RBAC cannot name in advance; the addon runs in the management
+        # cluster, next to CAPI's controllers, which hold the same access.
+        rule("", ["secrets"], write),
+        *delegated,
+    ]
+
+
+def addon_rbac(
+    namespace: str = DEFAULT_NAMESPACE,
+    infrastructure_groups: Sequence[str] = (DEFAULT_INFRASTRUCTURE_GROUP,),
+) -> list[Manifest]:
+    """The addon's namespace, ServiceAccount, ClusterRole and ClusterRoleBinding (management cluster)."""
+    sa = (namespace, ADDON_NAME)
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ADDON_NAME, namespace)},
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(ADDON_NAME),
+            "rules": addon_rules(infrastructure_groups),
+        },
+        _binding("ClusterRoleBinding", ADDON_NAME, None, "ClusterRole", sa),
+    ]

@@ -1,0 +1,60 @@
+"""``kapstan addon``: the management-side controller (``kapstan.addon``), installed with ``kapstan render addon``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from kapstan.addon import Addon, AddonOptions
+from kapstan.install import rbac
+from kapstan.install.deployment import DEFAULT_IMAGE
+from kapstan.kube.client import Client
+from kapstan.kube.errors import ApiError
+from kapstan.observability import logging as logs
+
+
+@click.command("addon")
+@click.option(
+    "--management-server",
+    required=True,
+    help="This management API server's URL as workload clusters reach it (goes into their credential).",
+)
+@click.option(
+    "--kubeconfig", default=None, help="The management cluster; default: in-cluster, or $KUBECONFIG."
+)
+@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The autoscaler image to install.")
+@click.option(
+    "--namespace",
+    default=rbac.DEFAULT_NAMESPACE,
+    show_default=True,
+    help="kapstan's namespace in the workload clusters.",
+)
+@click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--log-level", default="info", show_default=True)
+@click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+def addon_command(
+    management_server: str,
+    kubeconfig: str | None,
+    image: str,
+    namespace: str,
+    replicas: int,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Install kapstan into every Cluster whose topology sets kapstanAutoscaling.enabled, remove it when unset."""
+    logs.configure(log_level, "json" if log_format == "json" else "text")
+    options = AddonOptions(management_server, image=image, namespace=namespace, replicas=replicas)
+    try:
+        asyncio.run(_run(kubeconfig, options))
+    except ApiError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass
+
+
+async def _run(kubeconfig: str | None, options: AddonOptions) -> None:
+    client = await Client.connect(kubeconfig)
+    await Addon(client, options).run()
