@@ -30,9 +30,9 @@ from kapstan.controllers.alternatives import ranked_alternatives
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
-from kapstan.kube.events import EventRecorder
+from kapstan.kube.events import EventRecorder, EventType
 from kapstan.kube.kinds import NODECLAIMS
-from kapstan.kube.store import Event
+from kapstan.kube.store import Event, object_key
 from kapstan.observability import metrics
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
@@ -51,6 +51,7 @@ NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
 NODEPOOL_HASH_VERSION = "v3"
 PRICE_ANNOTATION = "kapstan.io/price-per-hour"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
+EVENT_CONCURRENCY = 16
 _NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
 
 
@@ -107,13 +108,18 @@ class Provisioner:
         self.events = events
         self.engine = engine
         self.batcher = Batcher(window or BatchWindow(), clock)
+        self._pending: set[str] = set()
+        """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
         state.pods.add_handler(self._on_pod)
         for informer in (state.node_pools, state.node_classes, state.machine_deployments, state.node_claims):
             informer.add_handler(self._on_capacity_change)
 
     def _on_pod(self, event: Event) -> None:
+        key = object_key(event.object)
         if event.type == "DELETED" or not provisionable(event.object):
+            self._pending.discard(key)
             return
+        self._pending.add(key)
         old = event.old
         if old is None or not provisionable(old) or old.get("spec") != event.object.get("spec"):
             self.batcher.trigger()
@@ -124,7 +130,7 @@ class Provisioner:
         old_generation = (event.old or {}).get("metadata", {}).get("generation")
         if event.type == "MODIFIED" and event.object["metadata"].get("generation") == old_generation:
             return
-        if any(provisionable(pod) for pod in self.state.pods.store.objects()):
+        if self._pending:
             self.batcher.trigger()
 
     async def run(self) -> None:
@@ -181,6 +187,7 @@ class Provisioner:
             },
         )
         created = []
+        notes: list[tuple[str, EventType, str, str]] = []
         for claim in plan.node_claims:
             alternatives = ranked_alternatives(claim, plan, snapshot)
             body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, alternatives)
@@ -192,12 +199,15 @@ class Provisioner:
                 "created nodeclaim",
                 extra={"nodeclaim": name, "nodepool": claim.node_pool, "instanceType": claim.instance_type},
             )
-            for pod_key in claim.pods:
-                await self._pod_event(
-                    pod_key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}"
-                )
-        for pod_key, reason in plan.unschedulable.items():
-            await self._pod_event(pod_key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
+            notes += [
+                (key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
+                for key in claim.pods
+            ]
+        notes += [
+            (key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
+            for key, reason in plan.unschedulable.items()
+        ]
+        await self._pod_events(notes)
         return created
 
     def _ready_pools(self, gathered: Gathered) -> dict[str, Object]:
@@ -213,11 +223,18 @@ class Provisioner:
         objects = {pool["metadata"]["name"]: pool for pool in self.state.node_pools.store.objects()}
         return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
 
-    async def _pod_event(self, pod_key: str, kind: str, reason: str, message: str) -> None:
-        namespace, _, name = pod_key.partition("/")
-        pod = self.state.pods.store.get_by_name(name, namespace)
-        if pod is not None:
-            await self.events.emit(pod, kind, reason, message)  # type: ignore[arg-type]
+    async def _pod_events(self, notes: list[tuple[str, EventType, str, str]]) -> None:
+        """One Event per pod, a few at a time: a batch of thousands must not wait on them one by one."""
+        gate = asyncio.Semaphore(EVENT_CONCURRENCY)
+
+        async def note(pod_key: str, kind: EventType, reason: str, message: str) -> None:
+            namespace, _, name = pod_key.partition("/")
+            pod = self.state.pods.store.get_by_name(name, namespace)
+            if pod is not None:
+                async with gate:
+                    await self.events.emit(pod, kind, reason, message)
+
+        await asyncio.gather(*(note(*entry) for entry in notes))
 
     async def _report(self, problems: list[Problem]) -> None:
         for problem in problems:
