@@ -4,17 +4,23 @@ cheaper ones, and blocks hold."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from e2e_helpers import E2E
 
 from kapstan.capi import contract as c
+from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION
 from kapstan.kube.client import Resource
-from kapstan.kube.kinds import PODS
+from kapstan.kube.informer import Informer
+from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS, NODES, PODS
+from kapstan.kube.store import Event
 from kapstan.local import article
+from kapstan.local.apply import apply
 from kapstan.local.run import KapstanRun
 
 pytestmark = pytest.mark.sandbox
@@ -125,3 +131,329 @@ def test_exactly_the_empty_machine_is_deleted_and_the_others_keep_their_nodes(e2
         assert [p["spec"]["nodeName"] for p in pods] == [placed[app]]
         assert pods[0]["status"]["phase"] == "Running"
     assert len(e2e(run.claims())) == 2
+
+
+class ReadyWatch:
+    """Watches the pods of ``app`` and keeps the fewest Ready ones seen at any event."""
+
+    def __init__(self, run: KapstanRun, app: str) -> None:
+        self.informer = Informer(run.clients[0], PODS, namespace=run.namespace, label_selector=f"app={app}")
+        self.informer.add_handler(self._on_event)
+        self.fewest: int | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def _on_event(self, _: Event) -> None:
+        if not self.informer.has_synced:
+            return
+        ready = sum(
+            1
+            for pod in self.informer.store.objects()
+            if not pod["metadata"].get("deletionTimestamp")
+            and any(
+                cond.get("type") == "Ready" and cond.get("status") == "True"
+                for cond in pod.get("status", {}).get("conditions") or []
+            )
+        )
+        self.fewest = ready if self.fewest is None else min(self.fewest, ready)
+
+    async def start(self) -> None:
+        self.task = asyncio.ensure_future(self.informer.run())
+        await self.informer.wait_synced()
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+def _pdb(name: str, ns: str, app: str, min_available: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def _priced(manifests: list[dict[str, Any]], price: str) -> list[dict[str, Any]]:
+    for obj in manifests:
+        if obj["kind"] == "MachineDeployment":
+            obj["metadata"]["annotations"]["kapstan.io/price-per-hour"] = price
+    return manifests
+
+
+UNDERUTILIZED = {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "10s"}
+
+
+def test_four_half_used_nodes_become_two_without_breaking_the_pdb(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    # "big" puts one 2-CPU pod on each of four c3-8 nodes; "web" then takes the other half of each.
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, {"pool": "c3-8"}),
+            [article.deployment("big", ns, run.id, 4, "2", anti_affinity=True)],
+            disruption=UNDERUTILIZED,
+        )
+    )
+    run.start_operator()
+
+    async def big_running() -> bool:
+        return await run.running_pods("big") == 4
+
+    e2e(run.wait_for("four big pods Running", big_running, 180))
+    e2e(apply(run.clients[0], [_pdb("web", ns, "web", 3), article.deployment("web", ns, run.id, 4, "1500m")]))
+
+    async def web_running() -> bool:
+        return await run.running_pods("web") == 4
+
+    e2e(run.wait_for("four web pods Running", web_running, 120))
+    assert len({p["spec"]["nodeName"] for p in e2e(_pods(run, "web"))}) == 4
+    watch = ReadyWatch(run, "web")
+    e2e(watch.start())
+    e2e(run.clients[0].delete(DEPLOYMENTS, "big", ns))
+
+    async def two_nodes() -> bool:
+        claims = await run.claims()
+        return len(claims) == 2 and len(await run.machines()) == 2 and await _replicas(run, "pool") == 2
+
+    try:
+        e2e(run.wait_for("two nodes left", two_nodes, 300))
+        e2e(run.wait_for("four web pods Running", web_running, 60))
+    finally:
+        e2e(watch.stop())
+    assert watch.fewest is not None and watch.fewest >= 3
+    assert len({p["spec"]["nodeName"] for p in e2e(_pods(run, "web"))}) == 2
+    exposition = _metrics(run)
+    assert (
+        f'karpenter_nodeclaims_disrupted_total{{nodepool="{run.pool}",reason="underutilized"}} 2.0'
+        in exposition
+    )
+    assert "disrupting via underutilized delete: removing" in run.operators[0].log(600)
+
+
+def test_one_large_node_is_replaced_by_two_cheaper_small_ones(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            _priced(article.standalone(ns, run.cluster, {"large": "c3-16"}), "0.5"),
+            [article.deployment("app", ns, run.id, 2, "3")],
+            disruption=UNDERUTILIZED,
+        )
+    )
+    run.start_operator()
+
+    async def running() -> bool:
+        return await run.running_pods("app") == 2
+
+    e2e(run.wait_for("both app pods Running on the c3-16", running, 180))
+    [large] = e2e(run.claims())
+    assert large["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "c3-16"
+    # A cheaper flavor appears: two c3-8 at 0.2/h hold both pods for less than one c3-16 at 0.5/h.
+    e2e(apply(run.clients[1], _priced(article.flavor_pool("small", ns, run.cluster, "c3-8"), "0.2")))
+
+    async def replaced() -> bool:
+        claims = await run.claims()
+        flavors = sorted(c["metadata"]["labels"]["node.kubernetes.io/instance-type"] for c in claims)
+        return flavors == ["c3-8", "c3-8"] and await run.running_pods("app") == 2
+
+    e2e(run.wait_for("the c3-16 replaced by two c3-8", replaced, 300))
+
+    async def settled() -> bool:
+        return (
+            await _replicas(run, "large") == 0
+            and await _replicas(run, "small") == 2
+            and len(await run.machines()) == 2
+        )
+
+    e2e(run.wait_for("the MDs at the Machines they should have", settled, 60))
+    machines = e2e(run.machines())
+    assert sorted(c.labels_of(m)[c.DEPLOYMENT_NAME_LABEL] for m in machines) == ["small", "small"]
+    claims = {cl["status"]["nodeName"] for cl in e2e(run.claims())}
+    assert {p["spec"]["nodeName"] for p in e2e(_pods(run, "app"))} == claims
+    log = run.operators[0].log(600)
+    assert "disrupting via underutilized replace: removing" in log
+    assert "replacing with c3-8 (0.2/h), c3-8 (0.2/h) (0.4/h); saving 0.1/h" in log
+    exposition = _metrics(run)
+    assert (
+        f'karpenter_nodeclaims_disrupted_total{{nodepool="{run.pool}",reason="underutilized"}} 1.0'
+        in exposition
+    )
+    assert (
+        f'karpenter_nodeclaims_created_total{{nodepool="{run.pool}",reason="underutilized"}} 2.0'
+        in exposition
+    )
+
+
+def test_a_restart_in_the_middle_of_a_replace_leaves_no_orphan_and_finishes_or_rolls_back(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            _priced(article.standalone(ns, run.cluster, {"large": "c3-16"}), "0.5"),
+            [article.deployment("app", ns, run.id, 2, "3")],
+            disruption=UNDERUTILIZED,
+        )
+    )
+    first = run.start_operator()
+
+    async def running() -> bool:
+        return await run.running_pods("app") == 2
+
+    e2e(run.wait_for("both app pods Running on the c3-16", running, 180))
+    [large] = e2e(run.claims())
+    # The replacements boot 20 s after their Machines appear: the kill lands while the replace waits.
+    small = article.flavor_pool("small", ns, run.cluster, "c3-8", boot_delay_seconds=20)
+    e2e(apply(run.clients[1], _priced(small, "0.2")))
+
+    async def replacing() -> bool:
+        claims = await run.claims()
+        recorded = any(COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims)
+        return recorded and len(claims) == 3 and len(await run.machines()) >= 2
+
+    e2e(run.wait_for("the replace under way", replacing, 180))
+    first.kill()
+    run.start_operator()
+
+    async def settled() -> bool:
+        claims = await run.claims()
+        if any(COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims):
+            return False
+        if any(cl["metadata"].get("deletionTimestamp") for cl in claims):
+            return False
+        machines = await run.machines()
+        return len(machines) == len(claims) and await run.running_pods("app") == 2
+
+    e2e(run.wait_for("the command finished or rolled back", settled, 300))
+    claims = {cl["metadata"]["name"]: cl for cl in e2e(run.claims())}
+    flavors = sorted(cl["metadata"]["labels"]["node.kubernetes.io/instance-type"] for cl in claims.values())
+    machines = e2e(run.machines())
+    # No orphan: every Machine belongs to a live NodeClaim, and each NodeClaim has exactly one Machine.
+    owners = [c.annotations_of(m).get("kapstan.io/nodeclaim") for m in machines]
+    assert sorted(owners) == sorted(claims)  # type: ignore[type-var]
+    for md in ("large", "small"):
+        live = [m for m in machines if c.labels_of(m)[c.DEPLOYMENT_NAME_LABEL] == md]
+        assert e2e(_replicas(run, md)) == len(live)
+    if flavors == ["c3-16"]:  # rolled back: the large node is back in service, untainted
+        assert large["metadata"]["name"] in claims
+        node = e2e(run.clients[0].get(NODES, claims[large["metadata"]["name"]]["status"]["nodeName"]))
+        assert all(t["key"] != "karpenter.sh/disrupted" for t in node["spec"].get("taints") or [])
+    else:  # completed
+        assert flavors == ["c3-8", "c3-8"]
+        assert large["metadata"]["name"] not in claims
+    assert all(
+        REPLACEMENT_ANNOTATION not in (cl["metadata"].get("annotations") or {}) for cl in claims.values()
+    )
+
+
+def test_a_do_not_disrupt_pod_keeps_its_node_and_the_other_node_goes(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    held = article.deployment("held", ns, run.id, 1, "600m")
+    held["spec"]["template"]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    # "held" and "filler" share one c3-4; "free" then needs a second one.
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, {"pool": "c3-4"}),
+            [held, article.deployment("filler", ns, run.id, 1, "1200m")],
+            disruption={**UNDERUTILIZED, "budgets": [{"nodes": "100%"}]},
+        )
+    )
+    run.start_operator()
+
+    async def first_running() -> bool:
+        return await run.running_pods("held") == 1 and await run.running_pods("filler") == 1
+
+    e2e(run.wait_for("held and filler Running", first_running, 180))
+    [held_pod] = e2e(_pods(run, "held"))
+    e2e(apply(run.clients[0], [article.deployment("free", ns, run.id, 1, "600m")]))
+
+    async def free_running() -> bool:
+        return await run.running_pods("free") == 1
+
+    e2e(run.wait_for("free Running", free_running, 120))
+    [free_pod] = e2e(_pods(run, "free"))
+    assert free_pod["spec"]["nodeName"] != held_pod["spec"]["nodeName"]
+    # Both nodes now hold one small pod: either could go, but the held one's node may not.
+    e2e(run.clients[0].delete(DEPLOYMENTS, "filler", ns))
+
+    async def one_node() -> bool:
+        return len(await run.claims()) == 1 and await run.running_pods("free") == 1
+
+    e2e(run.wait_for("one node left", one_node, 180))
+    [claim] = e2e(run.claims())
+    assert claim["status"]["nodeName"] == held_pod["spec"]["nodeName"]
+    [still] = e2e(_pods(run, "held"))
+    assert still["metadata"]["uid"] == held_pod["metadata"]["uid"]
+    assert [p["spec"]["nodeName"] for p in e2e(_pods(run, "free"))] == [held_pod["spec"]["nodeName"]]
+
+
+def test_a_zero_budget_blocks_and_a_scheduled_one_only_inside_its_window(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    apps = ("stay", "leave")
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, {"pool": "c3-4"}),
+            [_spread(article.deployment(app, ns, run.id, 1, "500m"), "spread") for app in apps],
+            disruption={
+                "consolidationPolicy": "WhenEmpty",
+                "consolidateAfter": "5s",
+                "budgets": [{"nodes": "0"}],
+            },
+        )
+    )
+    run.start_operator()
+
+    async def running() -> bool:
+        return all([await run.running_pods(app) == 1 for app in apps])
+
+    e2e(run.wait_for("both pods Running", running, 180))
+    [leaving_pod] = e2e(_pods(run, "leave"))
+    e2e(run.clients[0].delete(DEPLOYMENTS, "leave", ns))
+    empty = next(
+        cl for cl in e2e(run.claims()) if cl["status"]["nodeName"] == leaving_pod["spec"]["nodeName"]
+    )
+
+    async def consolidatable() -> bool:
+        claim = await run.clients[0].get(NODECLAIMS, empty["metadata"]["name"])
+        return any(
+            cond["type"] == "Consolidatable" and cond["status"] == "True"
+            for cond in claim["status"].get("conditions") or []
+        )
+
+    e2e(run.wait_for("the empty node Consolidatable", consolidatable, 60))
+    # Consolidatable, yet a budget of 0 keeps it through more than a validation delay and two passes.
+    e2e(asyncio.sleep(30))
+    claims = e2e(run.claims())
+    assert len(claims) == 2 and not any(cl["metadata"].get("deletionTimestamp") for cl in claims)
+
+    # Now 0 only inside a window that opened this minute and closes 40 s from now.
+    now = datetime.now(UTC)
+    opened = now.replace(second=0, microsecond=0)
+    closes = now + timedelta(seconds=40)
+    window = {
+        "nodes": "0",
+        "schedule": f"{opened.minute} {opened.hour} * * *",
+        "duration": f"{int((closes - opened).total_seconds())}s",
+    }
+    e2e(run.clients[0].patch(NODEPOOLS, run.pool, {"spec": {"disruption": {"budgets": [window]}}}))
+    gone_at: list[datetime] = []
+
+    async def deleted() -> bool:
+        claims = await run.claims()
+        if any(
+            cl["metadata"]["name"] == empty["metadata"]["name"]
+            and not cl["metadata"].get("deletionTimestamp")
+            for cl in claims
+        ):
+            return False
+        gone_at.append(datetime.now(UTC))
+        return True
+
+    e2e(run.wait_for("the empty node deleted after the window", deleted, 120))
+    assert gone_at[0] >= opened + timedelta(seconds=int((closes - opened).total_seconds()))
+    [kept] = e2e(run.claims())
+    [stay] = e2e(_pods(run, "stay"))
+    assert kept["status"]["nodeName"] == stay["spec"]["nodeName"]

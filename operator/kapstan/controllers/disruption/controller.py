@@ -532,8 +532,12 @@ class Disruption:
     async def _progress(self, command: Command, claims: dict[str, Object]) -> None:
         """Move a recorded command on: complete it, delete its candidates, or roll it back."""
         live = [claims[n] for n in command.candidates if n in claims]
-        if not live or all(c["metadata"].get("deletionTimestamp") for c in live):
+        if not live:
             await self._finish(command, claims)
+            return
+        if all(c["metadata"].get("deletionTimestamp") for c in live):
+            # Draining: the replacements stay out of reach until the moved pods have landed on them,
+            # else they would look empty and be taken for emptiness.
             return
         if command.kind == DELETE:
             await self._delete_candidates(command)
