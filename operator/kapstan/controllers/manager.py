@@ -11,8 +11,10 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
@@ -26,6 +28,7 @@ from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints
 from kapstan.controllers.termination import Terminator
+from kapstan.kube.backoff import Backoff
 from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -33,6 +36,7 @@ from kapstan.kube.leader import LeaderConfig, LeaderElector
 from kapstan.observability import metrics, server
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class StartupError(Exception):
@@ -112,28 +116,48 @@ class Manager:
         )
 
 
+STARTUP_BACKOFF = Backoff(initial=1.0, maximum=30.0)
+
+
 async def connect(options: Options) -> tuple[Client, Client]:
-    """Both clients, checked: the kubeconfigs exist, the servers answer, the Cluster is there."""
+    """Both clients, checked: the kubeconfigs exist, the servers answer, the Cluster is there.
+
+    A missing kubeconfig or Cluster is a configuration error and ends the process with a clear message.
+    An API server that does not answer (yet) is waited for, with backoff and a log line per attempt:
+    exiting would only turn an outage of the API server into a crash loop of the operator.
+    """
     for flag, path in (
         ("--workload-kubeconfig", options.workload_kubeconfig),
         ("--management-kubeconfig", options.management_kubeconfig),
     ):
         if path is not None and not Path(path).is_file():
             raise StartupError(f"{flag}: no kubeconfig at {path}")
-    try:
-        workload = await Client.connect(options.workload_kubeconfig)
-        management = (
-            workload
-            if options.management_kubeconfig == options.workload_kubeconfig
-            else await Client.connect(options.management_kubeconfig)
-        )
-    except ApiError as error:
-        raise StartupError(str(error)) from error
+    workload = await _reachable(lambda: Client.connect(options.workload_kubeconfig))
+    management = (
+        workload
+        if options.management_kubeconfig == options.workload_kubeconfig
+        else await _reachable(lambda: Client.connect(options.management_kubeconfig))
+    )
     cluster = options.cluster
     try:
-        await management.get(c.CLUSTERS, cluster.name, cluster.namespace)
-    except ApiError as error:
-        if error.not_found:
+        await _reachable(lambda: management.get(c.CLUSTERS, cluster.name, cluster.namespace))
+    except StartupError as error:
+        if isinstance(error.__cause__, ApiError) and error.__cause__.not_found:
             raise StartupError(f"--cluster: Cluster {cluster} not found in the management cluster") from error
-        raise StartupError(f"reading Cluster {cluster}: {error}") from error
+        raise
     return workload, management
+
+
+async def _reachable(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, retried while no HTTP answer comes back; any answer that is an error is fatal."""
+    failures = 0
+    while True:
+        try:
+            return await call()
+        except ApiError as error:
+            if error.status != 0:
+                raise StartupError(str(error)) from error
+            delay = STARTUP_BACKOFF.delay(failures)
+            log.warning("API server unreachable, retrying in %.0fs: %s", delay, error)
+            failures += 1
+            await asyncio.sleep(delay)
