@@ -113,7 +113,7 @@ def test_enabling_writes_the_credential_then_the_bundle_then_the_label() -> None
     assert not any(call[0] == "patch" for call in client.calls)
     assert ("clusterresourcesets", NS, bundle.bundle_name(NAME)) not in client.objects
     _fill_token(client)
-    assert asyncio.run(addon.reconcile(f"{NS}/{NAME}")) == Result()
+    assert asyncio.run(addon.reconcile(f"{NS}/{NAME}")) == Result(requeue_after=addon_controller.RESYNC)
     assert client.calls[-1] == (
         "patch",
         "clusters",

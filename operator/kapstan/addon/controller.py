@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "kapstan-addon"
 TOKEN_WAIT = 1.0  # seconds until the token controller has usually filled the token Secret in
+RESYNC = 600.0  # seconds; an enabled Cluster is looked at again, so a deleted CRS or credential comes back
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
@@ -150,7 +151,9 @@ class Addon:
             patch = {"metadata": {"labels": {bundle.CLUSTER_LABEL: name}}}
             await self.client.patch(c.CLUSTERS, name, patch, namespace=namespace)
             log.info("kapstan enabled for Cluster %s/%s", namespace, name)
-        return Result()
+        # Cluster events do not cover a deleted bundle object or a changed ClusterClass; a periodic look
+        # does, and costs a handful of no-op applies.
+        return Result(requeue_after=RESYNC)
 
     async def _cluster_class(self, cluster: Object) -> Object:
         ref = cluster["spec"]["topology"].get("classRef") or {}
