@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use std::rc::Rc;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::model::{Pod, Snapshot, TopologySpreadConstraint, HOSTNAME};
@@ -27,7 +29,9 @@ pub struct TopologyCounts {
     /// Hostname group -> number of planned claims holding at least one of its pods.
     pub claims_holding: HashMap<usize, i64>,
     universes: HashMap<String, BTreeSet<String>>,
-    selecting: HashMap<usize, Vec<usize>>,
+    selecting: HashMap<usize, Rc<[usize]>>,
+    /// Per pod (arena id), the group of each of its required anti-affinity terms.
+    anti_of: HashMap<usize, Rc<[usize]>>,
 }
 
 impl TopologyCounts {
@@ -112,20 +116,37 @@ impl TopologyCounts {
     }
 
     /// Ids of the groups that count this pod (`id` is the pod's arena id).
-    pub fn selecting(&mut self, id: usize, pod: &Pod) -> Vec<usize> {
+    pub fn selecting(&mut self, id: usize, pod: &Pod) -> Rc<[usize]> {
         if let Some(found) = self.selecting.get(&id) {
             return found.clone();
         }
-        let found: Vec<usize> = (0..self.groups.len())
+        let found: Rc<[usize]> = (0..self.groups.len())
             .filter(|&g| self.groups[g].selects(pod))
             .collect();
         self.selecting.insert(id, found.clone());
         found
     }
 
+    /// The groups of the pod's required anti-affinity terms, in term order.
+    fn anti_groups(&mut self, id: usize, pod: &Pod) -> Rc<[usize]> {
+        if let Some(found) = self.anti_of.get(&id) {
+            return found.clone();
+        }
+        let found: Rc<[usize]> = pod
+            .anti_affinity
+            .iter()
+            .map(|term| self.index[&term_group(term)])
+            .collect();
+        self.anti_of.insert(id, found.clone());
+        found
+    }
+
     /// The groups counting a pod that has been recorded (and so is cached).
     pub fn selecting_cached(&self, id: usize) -> &[usize] {
-        self.selecting.get(&id).map(Vec::as_slice).unwrap_or(&[])
+        self.selecting
+            .get(&id)
+            .map(|found| &found[..])
+            .unwrap_or(&[])
     }
 
     pub fn relevant_keys(&mut self, id: usize, pod: &Pod) -> Vec<String> {
@@ -160,7 +181,7 @@ impl TopologyCounts {
         sign: i64,
         on_claim: bool,
     ) {
-        for g in self.selecting(id, pod) {
+        for &g in self.selecting(id, pod).iter() {
             if let Some(value) = domain(&self.groups[g].key) {
                 let count = self.counts[g].entry(value).or_insert(0);
                 let before = *count;
@@ -172,8 +193,8 @@ impl TopologyCounts {
                 }
             }
         }
-        for term in &pod.anti_affinity {
-            let g = self.index[&term_group(term)];
+        let anti = self.anti_groups(id, pod);
+        for (term, &g) in pod.anti_affinity.iter().zip(anti.iter()) {
             if let Some(value) = domain(&term.topology_key) {
                 *self
                     .anti_owners

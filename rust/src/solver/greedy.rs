@@ -2,6 +2,7 @@
 //! a new claim from the heaviest NodePool; preferences relaxed one at a time; failed pods retried while
 //! a round places something.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -9,16 +10,16 @@ use std::rc::Rc;
 
 use super::counts::{SpreadRule, TopologyCounts};
 use super::model::{
-    lookup, Pairs, PlannedNodeClaim, Pod, Snapshot, TopologySpreadConstraint, CAPACITY_TYPE, CPU,
-    HOSTNAME, MEMORY, NODEPOOL, ZONE,
+    lookup, Pairs, PlannedNodeClaim, Pod, Snapshot, Toleration, TopologySpreadConstraint,
+    CAPACITY_TYPE, CPU, HOSTNAME, MEMORY, NODEPOOL, ZONE,
 };
 use super::preferences::Preferences;
 use super::requirements::{Reqs, Requirement};
 use super::resources::{self as res, Names};
 use super::room::RoomIndex;
 use super::targets::{
-    set_label, Claim, ClaimList, ExistingTarget, Flavor, FlavorList, OfferingKinds, PoolView,
-    OFFERING_KEYS,
+    most_net, set_label, Claim, ClaimList, ExistingTarget, Flavor, FlavorList, OfferingKinds,
+    PoolView, OFFERING_KEYS,
 };
 use super::topology::{min_count, spread_group, term_group, untolerated};
 
@@ -121,10 +122,22 @@ pub struct Scheduler<'s> {
     pub room: RoomIndex,
     /// Per pool, per pod requirements: the requirements merged with the pool's and the pool's flavors
     /// compatible with them (or why the merge fails). Pools and flavors never change during a solve.
-    opening: Vec<HashMap<Reqs, Opening>>,
+    opening: Vec<HashMap<Reqs, Result<Rc<Opening>, String>>>,
 }
 
-type Opening = Result<Rc<(Reqs, Rc<Vec<Rc<Flavor>>>)>, String>;
+/// A pool's flavors for one set of pod requirements (see `Scheduler::opening`).
+struct Opening {
+    merged: Reqs,
+    compatible: Rc<Vec<Rc<Flavor>>>,
+    /// Per flavor restriction, toleration of PreferNoSchedule, tolerations and requests: the
+    /// compatible flavors a new claim can start from and their `max_net`, or None when there is none.
+    roomy: RefCell<HashMap<RoomyKey, Option<Start>>>,
+}
+
+type RoomyKey = (Option<String>, bool, Vec<Toleration>, Vec<i64>);
+
+/// The flavors a new claim starts from and their `max_net`.
+type Start = (FlavorList, Vec<i64>);
 
 impl<'s> Scheduler<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Self {
@@ -225,7 +238,7 @@ impl<'s> Scheduler<'s> {
             spread.push((constraint, gid, universe, self_match));
         }
         if let std::collections::hash_map::Entry::Vacant(slot) = self.rules_of.entry(pod_id) {
-            let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).into_iter().collect();
+            let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).iter().copied().collect();
             let rules = (0..topo.rules.len())
                 .filter(|&r| selecting.contains(&topo.rules[r].group))
                 .collect();
@@ -251,7 +264,8 @@ impl<'s> Scheduler<'s> {
             .collect();
         let symmetric_anti = topo
             .selecting(pod_id, pod)
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|g| topo.anti_owners.contains_key(g))
             .map(|g| (g, topo.groups[g].key.clone()))
             .collect();
@@ -706,50 +720,44 @@ impl<'s> Scheduler<'s> {
                         .filter(|f| f.compatible(&merged))
                         .cloned()
                         .collect();
-                    Rc::new((merged, Rc::new(flavors)))
+                    Rc::new(Opening {
+                        merged,
+                        compatible: Rc::new(flavors),
+                        roomy: RefCell::default(),
+                    })
                 });
                 self.opening[view_at].insert(checks.requirements.clone(), found.clone());
                 found
             }
         };
-        let (merged, compatible) = &*opening?;
+        let opening = opening?;
         let pod = &self.pods[checks.pod];
-        let view = &self.pools[view_at];
-        // One pass: held to `restrict`, tolerated, with room for the pod on an empty node. The lists
-        // the reasons need are built again only when the pod fails.
-        let request = &self.requests[checks.pod];
-        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
-        let tolerated =
-            |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
-        let empty_fits = |f: &Rc<Flavor>| {
-            request
-                .iter()
-                .zip(&f.net_dense)
-                .all(|(r, a)| *r == 0 || r <= a)
+        let key: RoomyKey = (
+            restrict.map(str::to_string),
+            checks.prefer,
+            pod.tolerations.clone(),
+            self.requests[checks.pod].clone(),
+        );
+        let cached = opening.roomy.borrow().get(&key).cloned();
+        let start = match cached {
+            Some(found) => found,
+            None => {
+                let found = self.roomy(&opening, checks, restrict);
+                opening.roomy.borrow_mut().insert(key, found.clone());
+                found
+            }
         };
-        let roomy = FlavorList::shared(compatible.clone(), 0)
-            .filtered(|f| allowed(&f) && tolerated(&f) && empty_fits(f));
-        if roomy.is_empty() {
-            if !compatible.iter().any(|f| allowed(&f)) {
-                return Err(unmatched(view, &checks.requirements, merged, restrict));
-            }
-            let flavors: Vec<Rc<Flavor>> = compatible
-                .iter()
-                .filter(allowed)
-                .filter(tolerated)
-                .cloned()
-                .collect();
-            if flavors.is_empty() {
-                return Err("it does not tolerate the taints of any flavor".into());
-            }
-            return Err(too_big(pod, &flavors));
-        }
+        let Some((roomy, max_net)) = start else {
+            return Err(self.opening_failure(&opening, checks, view_at, restrict));
+        };
+        let view = &self.pools[view_at];
         let claim = Claim::new(
             self.next_index,
             view_at,
             &view.pool.name,
             view.base.clone(),
             roomy,
+            max_net,
         );
         let addition = self.evaluate(&claim, checks)?;
         self.next_index += 1;
@@ -757,6 +765,55 @@ impl<'s> Scheduler<'s> {
         let at = self.claims.len() - 1;
         self.commit(at, checks.pod, addition);
         Ok(at)
+    }
+
+    /// The compatible flavors a new claim for the pod starts from: held to `restrict`, tolerated,
+    /// with room for the pod on an empty node; with their `max_net`. None when there is none.
+    fn roomy(&self, opening: &Opening, checks: &Checks, restrict: Option<&str>) -> Option<Start> {
+        let pod = &self.pods[checks.pod];
+        let request = &self.requests[checks.pod];
+        let roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
+            restrict.is_none_or(|r| f.name() == r)
+                && untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none()
+                && request
+                    .iter()
+                    .zip(&f.net_dense)
+                    .all(|(r, a)| *r == 0 || r <= a)
+        });
+        if roomy.is_empty() {
+            return None;
+        }
+        let max_net = most_net(&roomy);
+        Some((roomy, max_net))
+    }
+
+    /// Why no claim for the pod can open in the pool, when `roomy` found no flavor.
+    fn opening_failure(
+        &self,
+        opening: &Opening,
+        checks: &Checks,
+        view_at: usize,
+        restrict: Option<&str>,
+    ) -> String {
+        let (merged, compatible) = (&opening.merged, &opening.compatible);
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[view_at];
+        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
+        let tolerated =
+            |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
+        if !compatible.iter().any(|f| allowed(&f)) {
+            return unmatched(view, &checks.requirements, merged, restrict);
+        }
+        let flavors: Vec<Rc<Flavor>> = compatible
+            .iter()
+            .filter(allowed)
+            .filter(tolerated)
+            .cloned()
+            .collect();
+        if flavors.is_empty() {
+            return "it does not tolerate the taints of any flavor".into();
+        }
+        too_big(pod, &flavors)
     }
 
     /// Where the claim with this index sits: claims stay sorted by index (new ones get the next index,

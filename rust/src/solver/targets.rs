@@ -479,6 +479,18 @@ pub struct Claim {
     pub ports: Vec<HostPort>,
 }
 
+/// Per resource, the most any of the flavors offers (a claim's `max_net`).
+pub fn most_net(flavors: &[Rc<Flavor>]) -> Vec<i64> {
+    let width = flavors.first().map_or(0, |f| f.net_dense.len());
+    let mut max_net = vec![i64::MIN; width];
+    for flavor in flavors {
+        for (bound, value) in max_net.iter_mut().zip(&flavor.net_dense) {
+            *bound = (*bound).max(*value);
+        }
+    }
+    max_net
+}
+
 impl Claim {
     pub fn new(
         index: usize,
@@ -486,14 +498,9 @@ impl Claim {
         pool_name: &str,
         requirements: Reqs,
         flavors: FlavorList,
+        max_net: Vec<i64>,
     ) -> Claim {
-        let width = flavors.first().map_or(0, |f| f.net_dense.len());
-        let mut max_net = vec![i64::MIN; width];
-        for flavor in flavors.iter() {
-            for (bound, value) in max_net.iter_mut().zip(&flavor.net_dense) {
-                *bound = (*bound).max(*value);
-            }
-        }
+        let width = max_net.len();
         Claim {
             index,
             view,
