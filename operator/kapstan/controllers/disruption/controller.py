@@ -183,6 +183,7 @@ class Disruption:
         await self._record_pod_events(mine)
         await self._expire(mine, pools, now)
         commands = _commands(claims)
+        await self._release_replacements(claims, commands)
         if commands:
             for command in commands.values():
                 await self._progress(command, claims)
@@ -533,8 +534,7 @@ class Disruption:
         """Move a recorded command on: complete it, delete its candidates, or roll it back."""
         live = [claims[n] for n in command.candidates if n in claims]
         if not live:
-            await self._finish(command, claims)
-            return
+            return  # its replacements are released once no claim records it
         if all(c["metadata"].get("deletionTimestamp") for c in live):
             # Draining: the replacements stay out of reach until the moved pods have landed on them,
             # else they would look empty and be taken for emptiness.
@@ -585,12 +585,15 @@ class Disruption:
                 extra={"nodeclaim": name, "reason": command.reason, "command": command.id},
             )
 
-    async def _finish(self, command: Command, claims: dict[str, Object]) -> None:
-        for name in command.replacements:
-            claim = claims.get(name)
-            if claim is not None and REPLACEMENT_ANNOTATION in (claim["metadata"].get("annotations") or {}):
-                await self._annotate(name, {REPLACEMENT_ANNOTATION: None})
-        log.info("disruption command complete", extra={"command": command.id, "reason": command.reason})
+    async def _release_replacements(self, claims: dict[str, Object], commands: dict[str, Command]) -> None:
+        """Replacements whose command is recorded on no candidate any more: its candidates are gone, so
+        the command completed; they become ordinary NodeClaims."""
+        for name, claim in claims.items():
+            owner = (claim["metadata"].get("annotations") or {}).get(REPLACEMENT_ANNOTATION)
+            if owner is None or owner in commands or claim["metadata"].get("deletionTimestamp"):
+                continue
+            await self._annotate(name, {REPLACEMENT_ANNOTATION: None})
+            log.info("disruption command complete", extra={"command": owner, "nodeclaim": name})
 
     async def _rollback(self, command: Command, why: str) -> None:
         log.warning(
