@@ -6,6 +6,10 @@ now", and the next reconcile asks again); only when the pods are gone is the Mac
 provider, which marks it ``cluster.x-k8s.io/delete-machine`` before lowering replicas. The Node itself is
 never deleted by us: CAPI deletes it with its Machine (removing a Node first would make a
 MachineHealthCheck remediate). The finalizer comes off when the Machine is gone.
+
+A NodeClaim with ``terminationGracePeriod`` bounds the drain: once that long has passed since its
+deletion began, the pods still there are deleted instead of evicted, PodDisruptionBudgets or not (an
+expired node must go in the end, as in Karpenter).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from kapstan.api.duration import parse_duration
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
+from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.provisioner import TERMINATION_FINALIZER
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
@@ -100,6 +106,7 @@ class Terminator:
 
     async def _drain(self, claim: Object, node: Object) -> int:
         """Ask every evictable pod to leave; returns how many pods are still to go."""
+        forced = _grace_over(claim)
         remaining = 0
         for pod in self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"]):
             if not _evictable(pod):
@@ -113,6 +120,19 @@ class Terminator:
                 "kind": "Eviction",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
             }
+            if forced:
+                try:
+                    await self.state.workload.delete(PODS, meta["name"], meta["namespace"])
+                    await self.events.emit(
+                        pod,
+                        "Warning",
+                        "TerminationGracePeriodExpired",
+                        "deleting: the node's drain is out of time",
+                    )
+                except ApiError as error:
+                    if not error.not_found:
+                        raise
+                continue
             try:
                 await self.state.workload.request(
                     "POST",
@@ -141,6 +161,18 @@ class Terminator:
         except ApiError as error:
             if not error.not_found:
                 raise
+
+
+def _grace_over(claim: Object) -> bool:
+    """Whether ``spec.terminationGracePeriod`` has run out since the claim's deletion began."""
+    text = claim.get("spec", {}).get("terminationGracePeriod")
+    if not text:
+        return False
+    try:
+        grace = parse_duration(text)
+    except ValueError:
+        return False
+    return age_seconds(claim["metadata"].get("deletionTimestamp")) >= grace.total_seconds()
 
 
 def _evictable(pod: Object) -> bool:
