@@ -16,6 +16,7 @@ from e2e_helpers import E2E
 from kapstan.capi import contract as c
 from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION
 from kapstan.kube.client import Resource
+from kapstan.kube.events import list_events
 from kapstan.kube.informer import Informer
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS, NODES, PODS
 from kapstan.kube.store import Event
@@ -116,6 +117,7 @@ def test_exactly_the_empty_machine_is_deleted_and_the_others_keep_their_nodes(e2
     machines = {m["status"]["nodeRef"]["name"]: c.name(m) for m in e2e(run.machines())}
     assert set(machines) == set(placed.values())
     emptied = machines[placed["empty-b"]]
+    claims_before = e2e(run.claims())
     e2e(run.clients[0].delete(DEPLOYMENTS, "empty-b", ns))
 
     async def removed() -> bool:
@@ -131,6 +133,10 @@ def test_exactly_the_empty_machine_is_deleted_and_the_others_keep_their_nodes(e2
         assert [p["spec"]["nodeName"] for p in pods] == [placed[app]]
         assert pods[0]["status"]["phase"] == "Running"
     assert len(e2e(run.claims())) == 2
+    # The decision left its Event on the NodeClaim it removed.
+    [removed_claim] = [cl for cl in claims_before if cl["status"]["nodeName"] == placed["empty-b"]]
+    reasons = {event["reason"]: event["message"] for event in e2e(list_events(run.clients[0], removed_claim))}
+    assert reasons["DisruptionTerminating"].startswith("Disrupting NodeClaim: Empty/Delete")
 
 
 class ReadyWatch:
