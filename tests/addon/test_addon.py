@@ -81,8 +81,12 @@ class FakeClient:
             return body
         if method == "DELETE":
             self.calls.append(("delete", resource.plural, name, (params or {}).get("propagationPolicy")))
-            if self.objects.pop(key, None) is None:
+            if key not in self.objects:
                 raise ApiError(f"{resource.plural} {name} not found", status=404)
+            if self.objects[key]["metadata"].get("finalizers"):  # deleting, until the finalizer goes
+                self.objects[key]["metadata"]["deletionTimestamp"] = "now"
+            else:
+                del self.objects[key]
             return {}
         raise AssertionError(f"unexpected {method} {resource.plural}")
 
@@ -220,4 +224,27 @@ def test_a_failed_workload_cleanup_keeps_the_label_for_the_retry(monkeypatch: py
     monkeypatch.setattr(addon_controller.Client, "connect", unreachable)
     with pytest.raises(ApiError):
         asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
+    assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {bundle.CLUSTER_LABEL: NAME}
+
+
+def test_disabling_waits_for_the_crs_finalizer_before_touching_the_workload_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crs = {
+        "metadata": {
+            "name": bundle.bundle_name(NAME),
+            "namespace": NS,
+            "finalizers": ["addons.cluster.x-k8s.io"],
+        }
+    }
+    cluster = _cluster({"enabled": False}, labels={bundle.CLUSTER_LABEL: NAME})
+    addon, client = _setup(cluster, (addon_controller.CLUSTERRESOURCESETS, crs))
+
+    async def connect(path: str) -> FakeClient:
+        raise AssertionError("the workload cluster was touched while the CRS could still apply")
+
+    monkeypatch.setattr(addon_controller.Client, "connect", connect)
+    result = asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
+    assert result == Result(requeue_after=addon_controller.CRS_WAIT)
+    assert [call[0] for call in client.calls] == ["delete"]
     assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {bundle.CLUSTER_LABEL: NAME}

@@ -17,7 +17,8 @@ them through the garbage collector without the addon.
 
 Disabled while the label is still there (the label is what says "kapstan was installed here"):
 
-1. Delete the ClusterResourceSet, so nothing re-applies what the next step removes.
+1. Delete the ClusterResourceSet and wait until it is gone (CAPI holds it with a finalizer), so nothing
+   re-applies what the next step removes.
 2. Remove the workload-side install through CAPI's ``<cluster>-kubeconfig``: the default NodePool and
    NodeClass, the ClusterRole and its binding, and kapstan's namespace (Deployment, ServiceAccount, Lease
    Role, credential Secret). The NodePool is deleted with ``propagationPolicy=Orphan``: its NodeClaims,
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "kapstan-addon"
 TOKEN_WAIT = 1.0  # seconds until the token controller has usually filled the token Secret in
+CRS_WAIT = 1.0  # seconds; CAPI removes a deleted ClusterResourceSet's finalizer within a reconcile
 RESYNC = 600.0  # seconds; an enabled Cluster is looked at again, so a deleted CRS or credential comes back
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
@@ -110,7 +112,7 @@ class Addon:
         if wanted.enabled and cluster.get("spec", {}).get("topology"):
             return await self.enable(cluster, wanted)
         if bundle.CLUSTER_LABEL in (cluster["metadata"].get("labels") or {}):
-            await self.disable(cluster)
+            return await self.disable(cluster)
         return Result()
 
     # -- on --------------------------------------------------------------------------------------------
@@ -196,11 +198,19 @@ class Addon:
 
     # -- off -------------------------------------------------------------------------------------------
 
-    async def disable(self, cluster: Object) -> None:
+    async def disable(self, cluster: Object) -> Result:
         meta = cluster["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         prefix = bundle.bundle_name(name)
         await _absent(self.client.delete(CLUSTERRESOURCESETS, prefix, namespace))
+        # The CRS has a finalizer: it is gone only once CAPI's controller has let go of it. Until then it
+        # could still apply what the next step deletes.
+        try:
+            await self.client.get(CLUSTERRESOURCESETS, prefix, namespace)
+            return Result(requeue_after=CRS_WAIT)
+        except ApiError as error:
+            if not error.not_found:
+                raise
         await self._remove_workload_install(namespace, name)
         sa = rbac.management_name(name)
         for resource, object_name in (
@@ -218,6 +228,7 @@ class Addon:
             c.CLUSTERS, name, {"metadata": {"labels": {bundle.CLUSTER_LABEL: None}}}, namespace=namespace
         )
         log.info("kapstan removed from Cluster %s/%s", namespace, name)
+        return Result()
 
     async def _remove_workload_install(self, namespace: str, name: str) -> None:
         try:
