@@ -216,6 +216,14 @@ _instance_type_option = click.option(
 @click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True)
 @_instance_type_option
 @click.option(
+    "--variable",
+    default="{}",
+    show_default=True,
+    help="The kapstanAutoscaling value (YAML or JSON) the default NodePool follows, e.g. "
+    "'{nodePool: {cpuLimit: 32}, workerClasses: [c3-8]}'; workerClasses stand for instance types "
+    "unless --instance-type is given.",
+)
+@click.option(
     "--bundle",
     is_flag=True,
     help="As ClusterResourceSet bundle (ConfigMaps, Secret, CRS) for the management cluster, in the Cluster's "
@@ -233,15 +241,25 @@ def render_install(
     image: str,
     replicas: int,
     instance_types: tuple[str, ...],
+    variable: str,
     bundle: bool,
     management_kubeconfig: TextIO | None,
 ) -> None:
     """The workload-side install: CRDs, RBAC, the Deployment, a default NodePool and NodeClass."""
+    try:
+        value = yaml.safe_load(variable)
+    except yaml.YAMLError as error:
+        raise click.BadParameter(f"not YAML or JSON: {error}", param_hint="--variable") from error
+    if not isinstance(value, dict):
+        raise click.BadParameter("must be a mapping", param_hint="--variable")
+    # Read the value as the addon reads it from a Cluster's topology, so both render the same NodePool.
+    topology = {"variables": [{"name": clusterclass.VARIABLE, "value": {"enabled": True, **value}}]}
+    wanted = clusterclass.settings({"spec": {"topology": topology}})
     groups = install_bundle.workload_install(
         cluster.namespace,
         cluster.name,
-        clusterclass.Settings(enabled=True),
-        instance_types,
+        wanted,
+        instance_types or wanted.worker_classes,
         namespace=namespace,
         image=image,
         replicas=replicas,

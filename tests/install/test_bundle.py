@@ -232,3 +232,15 @@ def test_render_clusterclass_merges_into_a_file_and_warns_about_untaintable_temp
     assert clusterclass.autoscaled_classes(merged) == ["c3-8"]
     bad = CliRunner().invoke(main, ["render", "clusterclass", "-f", str(path), "--worker-class", "c3-8"])
     assert bad.exit_code == 2 and "NAME=CPU,MEMORY[,PRICE]" in bad.output
+
+
+def test_render_install_builds_the_nodepool_from_a_variable_value_as_the_addon_reads_it() -> None:
+    value = "{nodePool: {cpuLimit: 32, consolidationPolicy: WhenEmpty}, workerClasses: [c3-8]}"
+    result = CliRunner().invoke(main, ["render", "install", "--variable", value])
+    assert result.exit_code == 0, result.output
+    (pool,) = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "NodePool"]
+    assert pool["spec"]["limits"] == {"cpu": "32", "memory": "256Gi"}
+    assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert pool["spec"]["template"]["spec"]["requirements"][0]["values"] == ["c3-8"]
+    bad = CliRunner().invoke(main, ["render", "install", "--variable", "[1]"])
+    assert bad.exit_code == 2 and "must be a mapping" in bad.output

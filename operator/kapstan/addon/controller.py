@@ -37,9 +37,8 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kapstan.capi import contract as c
 from kapstan.install import bundle, rbac
@@ -162,7 +161,8 @@ class Addon:
         namespace = ref.get("namespace") or cluster["metadata"]["namespace"]
         return await self.client.get(c.CLUSTERCLASSES, ref["name"], namespace)
 
-    def _owned(self, cluster: Object) -> Any:
+    def _owned(self, cluster: Object) -> Callable[[Object], Object]:
+        """Stamp a manifest as the Cluster's: garbage-collected with it, and findable by label."""
         meta = cluster["metadata"]
         owner = {
             "apiVersion": cluster.get("apiVersion", c.CLUSTERS.api_version),

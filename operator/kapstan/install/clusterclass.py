@@ -243,8 +243,7 @@ def settings(cluster: Manifest) -> Settings:
     )
     if not isinstance(value, dict):
         return Settings()
-    pool = value.get("nodePool") if isinstance(value.get("nodePool"), dict) else {}
-    assert isinstance(pool, dict)
+    pool: dict[str, Any] = value["nodePool"] if isinstance(value.get("nodePool"), dict) else {}
     default = Settings()
     return Settings(
         enabled=value.get("enabled") is True,
