@@ -22,6 +22,12 @@ from kapstan.observability import logging as logs
     help="This management API server's URL as workload clusters reach it (goes into their credential).",
 )
 @click.option(
+    "--management-ca-data",
+    default="",
+    help="Base64 PEM CA for --management-server, if it is not the cluster's own CA (e.g. behind a load "
+    "balancer with its own certificate).",
+)
+@click.option(
     "--kubeconfig", default=None, help="The management cluster; default: in-cluster, or $KUBECONFIG."
 )
 @click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The autoscaler image to install.")
@@ -36,6 +42,7 @@ from kapstan.observability import logging as logs
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def addon_command(
     management_server: str,
+    management_ca_data: str,
     kubeconfig: str | None,
     image: str,
     namespace: str,
@@ -45,7 +52,9 @@ def addon_command(
 ) -> None:
     """Install kapstan into every Cluster whose topology sets kapstanAutoscaling.enabled, remove it when unset."""
     logs.configure(log_level, "json" if log_format == "json" else "text")
-    options = AddonOptions(management_server, image=image, namespace=namespace, replicas=replicas)
+    options = AddonOptions(
+        management_server, image=image, namespace=namespace, replicas=replicas, ca_data=management_ca_data
+    )
     try:
         asyncio.run(_run(kubeconfig, options))
     except ApiError as error:

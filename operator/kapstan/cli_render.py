@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+import base64
+from typing import Any, BinaryIO, TextIO
 
 import click
 import yaml
@@ -289,15 +290,27 @@ def render_install(
     multiple=True,
     help=f"The providers' API groups (repeat); default: {rbac.DEFAULT_INFRASTRUCTURE_GROUP}.",
 )
+@click.option(
+    "--management-ca-file",
+    type=click.File("rb"),
+    default=None,
+    help="PEM CA for --management-server when it is not the cluster's own CA.",
+)
 def render_addon(
-    management_server: str, namespace: str, image: str, infrastructure_groups: tuple[str, ...]
+    management_server: str,
+    namespace: str,
+    image: str,
+    infrastructure_groups: tuple[str, ...],
+    management_ca_file: BinaryIO | None,
 ) -> None:
     """The management-side addon: namespace, RBAC and the `kapstan addon` Deployment."""
+    ca_data = base64.b64encode(management_ca_file.read()).decode() if management_ca_file else ""
     _echo(
         addon(
             management_server,
             namespace=namespace,
             image=image,
             infrastructure_groups=infrastructure_groups or (rbac.DEFAULT_INFRASTRUCTURE_GROUP,),
+            ca_data=ca_data,
         )
     )

@@ -248,3 +248,18 @@ def test_disabling_waits_for_the_crs_finalizer_before_touching_the_workload_clus
     assert result == Result(requeue_after=addon_controller.CRS_WAIT)
     assert [call[0] for call in client.calls] == ["delete"]
     assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {bundle.CLUSTER_LABEL: NAME}
+
+
+def test_a_given_management_ca_replaces_the_clusters_own_in_the_delivered_kubeconfig() -> None:
+    addon, client = _setup(_cluster({"enabled": True}))
+    addon.options = AddonOptions("https://lb.example.com", ca_data="TEItQ0E=")
+    asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
+    _fill_token(client)
+    asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
+    credential = client.objects[("secrets", NS, f"{bundle.bundle_name(NAME)}-credentials")]
+    delivered = yaml.safe_load(base64.b64decode(credential["data"]["credentials.yaml"]))
+    kubeconfig = yaml.safe_load(base64.b64decode(delivered["data"]["kubeconfig"]))
+    assert kubeconfig["clusters"][0]["cluster"] == {
+        "server": "https://lb.example.com",
+        "certificate-authority-data": "TEItQ0E=",
+    }

@@ -244,3 +244,26 @@ def test_render_install_builds_the_nodepool_from_a_variable_value_as_the_addon_r
     assert pool["spec"]["template"]["spec"]["requirements"][0]["values"] == ["c3-8"]
     bad = CliRunner().invoke(main, ["render", "install", "--variable", "[1]"])
     assert bad.exit_code == 2 and "must be a mapping" in bad.output
+
+
+def test_render_addon_passes_a_management_ca_the_addon_command_accepts(tmp_path: Path) -> None:
+    from kapstan.cli_addon import addon_command
+
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+    docs = list(
+        yaml.safe_load_all(
+            CliRunner()
+            .invoke(
+                main, ["render", "addon", "--management-server", "https://m", "--management-ca-file", str(ca)]
+            )
+            .stdout
+        )
+    )
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    expected = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+    assert f"--management-ca-data={expected}" in container["args"]
+    context = addon_command.make_context("addon", list(container["args"][1:]))
+    assert context.params["management_ca_data"] == expected
+    assert context.params["management_server"] == "https://m"

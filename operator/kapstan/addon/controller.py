@@ -82,6 +82,10 @@ class AddonOptions:
     namespace: str = rbac.DEFAULT_NAMESPACE
     """kapstan's namespace in the workload clusters."""
     replicas: int = 2
+    ca_data: str = ""
+    """The CA (base64 PEM) workload clusters should trust for ``management_server``; default: the cluster's
+    own root CA, from the token Secret. Set it when the server is reached through an endpoint (a load
+    balancer, a proxy) that presents a certificate of another CA."""
 
 
 class Addon:
@@ -132,7 +136,7 @@ class Addon:
         kubeconfig = bundle.management_kubeconfig(
             self.options.management_server,
             # ca.crt is PEM; a kubeconfig wants it base64-encoded, which is what the Secret holds.
-            data["ca.crt"],
+            self.options.ca_data or data["ca.crt"],
             base64.b64decode(data["token"]).decode(),
             name,
         )

@@ -23,6 +23,7 @@ def addon_deployment(
     namespace: str = rbac.DEFAULT_NAMESPACE,
     image: str = DEFAULT_IMAGE,
     workload_image: str | None = None,
+    ca_data: str = "",
 ) -> Manifest:
     """The Deployment running ``kapstan addon`` as the ``kapstan-addon`` ServiceAccount (in-cluster).
 
@@ -32,6 +33,8 @@ def addon_deployment(
     """
     labels = {"app.kubernetes.io/name": rbac.ADDON_NAME, "app.kubernetes.io/part-of": rbac.NAME}
     args = ["addon", f"--management-server={management_server}", f"--image={workload_image or image}"]
+    if ca_data:  # a CA certificate is public: an argument is as good a place as any
+        args.append(f"--management-ca-data={ca_data}")
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -93,9 +96,16 @@ def addon(
     image: str = DEFAULT_IMAGE,
     workload_image: str | None = None,
     infrastructure_groups: Sequence[str] = (rbac.DEFAULT_INFRASTRUCTURE_GROUP,),
+    ca_data: str = "",
 ) -> list[Manifest]:
     """The whole management-side install: namespace, RBAC and the Deployment."""
     return [
         *rbac.addon_rbac(namespace, infrastructure_groups),
-        addon_deployment(management_server, namespace=namespace, image=image, workload_image=workload_image),
+        addon_deployment(
+            management_server,
+            namespace=namespace,
+            image=image,
+            workload_image=workload_image,
+            ca_data=ca_data,
+        ),
     ]
