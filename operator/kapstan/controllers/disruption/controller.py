@@ -471,7 +471,7 @@ class Disruption:
             kind=decision.kind,
             candidates=tuple(c.claim for c in decision.candidates),
             replacements=tuple(f"{r.node_pool}-{secrets.token_hex(3)}" for r in decision.replacements),
-            started=cond.now_text(),
+            started=self.wall().strftime("%Y-%m-%dT%H:%M:%SZ"),
             saving=decision.saving,
             detail={
                 "removed": [c.describe() for c in decision.candidates],
@@ -555,7 +555,8 @@ class Disruption:
         if all(c is not None and cond.is_true(c, INITIALIZED) for c in replacements):
             await self._delete_candidates(command)
             return
-        if cond.age_seconds(command.started) > self.options.replacement_timeout:
+        started = cond.parse_time(command.started) or self.wall()
+        if (self.wall() - started).total_seconds() > self.options.replacement_timeout:
             await self._rollback(
                 command, f"replacements not initialized within {self.options.replacement_timeout:.0f}s"
             )
