@@ -13,6 +13,7 @@ from kapstan.install.deployment import DEFAULT_IMAGE
 from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
 from kapstan.observability import logging as logs
+from kapstan.observability import server
 
 
 @click.command("addon")
@@ -38,6 +39,12 @@ from kapstan.observability import logging as logs
     help="kapstan's namespace in the workload clusters.",
 )
 @click.option("--replicas", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option(
+    "--health-address",
+    default="0.0.0.0:8081",
+    show_default=True,
+    help="/healthz, and /readyz once the Clusters are listed.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def addon_command(
@@ -47,6 +54,7 @@ def addon_command(
     image: str,
     namespace: str,
     replicas: int,
+    health_address: str,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -56,7 +64,7 @@ def addon_command(
         management_server, image=image, namespace=namespace, replicas=replicas, ca_data=management_ca_data
     )
     try:
-        asyncio.run(_run(kubeconfig, options))
+        asyncio.run(_run(kubeconfig, options, health_address))
     except ApiError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
@@ -64,6 +72,14 @@ def addon_command(
         pass
 
 
-async def _run(kubeconfig: str | None, options: AddonOptions) -> None:
+async def _run(kubeconfig: str | None, options: AddonOptions, health_address: str) -> None:
     client = await Client.connect(kubeconfig)
-    await Addon(client, options).run()
+    addon = Addon(client, options)
+    host, _, port = health_address.rpartition(":")
+    # The operator's endpoint: /healthz fails when the event loop is wedged, which is what the probe is for.
+    http = await server.serve(host or "0.0.0.0", int(port), lambda: addon.clusters.has_synced)
+    try:
+        await addon.run()
+    finally:
+        http.close()
+        await http.wait_closed()

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -118,19 +119,24 @@ def setup(two_cluster_sandbox: Sandbox) -> Iterator[Setup]:
         rbac.DEFAULT_NAMESPACE, rbac.ADDON_NAME, workload=False
     )
     name = f"addon-{namespace}"
-    # The Deployment's arguments, with text logs for the report and the ServiceAccount's credential.
-    args = [a for a in container["args"] if not a.startswith("--log-format=")]
+    # The Deployment's arguments, with text logs for the report, a free port instead of the pod's own,
+    # and the ServiceAccount's credential instead of in-cluster configuration.
+    health = procs.free_port()
+    args = [a for a in container["args"] if not a.startswith(("--log-format=", "--health-address="))]
     argv = [
         sys.executable,
         "-m",
         *container["command"],
         *args,
         "--log-format=text",
+        f"--health-address=127.0.0.1:{health}",
         f"--kubeconfig={addon_kubeconfig}",
     ]
     pid = procs.start(sandbox.directory, name, argv)
     s = Setup(sandbox, loop, management, workload, namespace, "autoscaled", "fixed", pid, name)
     try:
+        # The readiness probe's view: the addon has listed the Clusters.
+        s.wait_for("the addon's /readyz", lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), timeout=60)
         s(apply(management, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]))
         s(apply(management, _render("clusterclass", "--example", "sandbox", "--namespace", namespace)))
         class_name = "kapstan-sandbox"
@@ -141,6 +147,14 @@ def setup(two_cluster_sandbox: Sandbox) -> Iterator[Setup]:
     finally:
         procs.stop(sandbox.directory, name, pid)
         loop.close()
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def _delivered_kubeconfig(s: Setup) -> str | None:

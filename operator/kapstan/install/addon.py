@@ -16,6 +16,8 @@ from kapstan.install.deployment import DEFAULT_IMAGE, NONROOT
 
 Manifest = dict[str, Any]
 
+HEALTH_PORT = 8081  # ``kapstan addon --health-address``
+
 
 def addon_deployment(
     management_server: str,
@@ -59,7 +61,21 @@ def addon_deployment(
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["kapstan"],
-                            "args": [*args, "--log-format=json"],
+                            "args": [*args, f"--health-address=0.0.0.0:{HEALTH_PORT}", "--log-format=json"],
+                            "ports": [{"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
+                            "livenessProbe": {
+                                "httpGet": {"path": "/healthz", "port": "health"},
+                                "initialDelaySeconds": 5,
+                                "periodSeconds": 10,
+                                "timeoutSeconds": 2,
+                                "failureThreshold": 3,
+                            },
+                            "readinessProbe": {
+                                "httpGet": {"path": "/readyz", "port": "health"},
+                                "periodSeconds": 5,
+                                "timeoutSeconds": 2,
+                                "failureThreshold": 3,
+                            },
                             "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
                             "resources": {
                                 "requests": {"cpu": "50m", "memory": "128Mi"},
