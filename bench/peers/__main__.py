@@ -1,0 +1,111 @@
+"""`python -m bench.peers`: kapstan (Rust and Python) beside Karpenter, the upstream CAPI provider's rule
+and cluster-autoscaler, on the same workloads in one run.
+
+Writes `bench/peers.json`, `bench/PEERS.md`, `bench/peers_time.png` and `bench/peers_cost.png`. The
+Karpenter peer is built from the Go module proxy on first use and cached (bench/peers/gobuild.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench import machine
+from bench.bounds import lower_bound
+from bench.isolate import run_isolated
+from bench.measure import Result
+from bench.peers import gobuild, plots, report
+from bench.peers.measure import autoscaler_row, karpenter_rows
+from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS
+from bench.workloads import all_workloads
+
+OUT = Path(__file__).resolve().parent.parent
+QUICK_MAX_PODS = 1000
+
+
+def _progress(r: Result) -> None:
+    if r.skipped:
+        print(f"{r.workload:>15} {r.engine:>18}  skipped: {r.skipped}", flush=True)
+        return
+    ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
+    print(
+        f"{r.workload:>15} {r.engine:>18}  {r.median_seconds or 0:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
+        f"${r.price_per_hour or 0:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help=f"workloads up to {QUICK_MAX_PODS} pods, one run each"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="timed solves per workload and system (median)")
+    parser.add_argument(
+        "--only", action="append", help="only workloads whose name contains this (repeatable)"
+    )
+    parser.add_argument("--no-autoscaler", action="store_true", help="skip the cluster-autoscaler simulation")
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="where to write PEERS.md, peers.json and the plots"
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="rewrite PEERS.md and plots from OUT/peers.json"
+    )
+    args = parser.parse_args(argv)
+    if args.render_only:
+        write(args.out, json.loads((args.out / "peers.json").read_text()))
+        return 0
+    binary = gobuild.build("karpenter")
+    repeat = 1 if args.quick else max(args.repeat, 1)
+    workloads = [
+        w
+        for w in all_workloads()
+        if (not args.quick or w.pods <= QUICK_MAX_PODS)
+        and (not args.only or any(o in w.name for o in args.only))
+    ]
+    bounds: dict[str, dict[str, Any]] = {}
+    results: list[dict[str, Any]] = []
+    snapshots = {}
+    # Timed systems first, workload by workload, side by side; the slow CA simulation afterwards so it
+    # never shares the two cores with a timed run.
+    for w in workloads:
+        snapshot = snapshots[w.name] = w.build()
+        bound = lower_bound(snapshot, INTEGER_BOUND_SECONDS)
+        bounds[w.name] = {**asdict(bound), "best": bound.best}
+        for engine in ("rust", "python"):
+            r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, bound.best, FIRST_SOLVE_CAP_SECONDS)
+            results.append(r.to_json())
+            _progress(r)
+        for r in karpenter_rows(binary.path, w, snapshot, repeat, bound.best):
+            results.append(r.to_json())
+            _progress(r)
+    if not args.no_autoscaler:
+        for w in workloads:
+            r = autoscaler_row(w, snapshots[w.name], bounds[w.name]["best"])
+            results.append(r.to_json())
+            _progress(r)
+    described = machine.describe(sys.argv[1:] if argv is None else argv)
+    described["karpenter_peer"] = {"binary": binary.path.name, "build_seconds": binary.build_seconds}
+    payload = {"machine": described, "bounds": bounds, "results": results}
+    write(args.out, payload)
+    return 0
+
+
+def write(out: Path, payload: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = report.verdicts(payload)
+    payload["aims"] = verdicts
+    (out / "peers.json").write_text(json.dumps(payload, indent=1) + "\n")
+    (out / "PEERS.md").write_text(report.render(payload))
+    plots.time_vs_pods(payload["results"], out / "peers_time.png")
+    plots.cost_vs_bound(payload["results"], out / "peers_cost.png")
+    for v in verdicts:
+        print(f"{v['status']:>8}  {v['aim']}: {v['detail']}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

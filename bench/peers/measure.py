@@ -1,0 +1,66 @@
+"""One row per (workload, system): the peers' runs turned into `bench.measure.Result`s.
+
+Every plan, a peer's too, goes through kapstan's validator and is costed against the same lower bound,
+so the columns compare like with like. kapstan's own rows come from `bench.isolate` exactly as in
+`python -m bench.run`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from bench.measure import Result, assess
+from bench.peers import autoscaler
+from bench.peers.karpenter import KARPENTER, UPSTREAM, cheapest, name_first, run_peer, to_plan
+from bench.workloads import Workload
+from kapstan.scheduling.model import Snapshot
+
+CA_CAP_SECONDS = 600.0
+"""The cluster-autoscaler simulation (Python, so slow) stops placing pods after this long."""
+CA_MAX_POD_FLAVORS = 1000 * 400
+"""Pods x flavors above which the CA simulation is not run: its loop estimates every node group for every
+pending pod, which in Python takes far longer than the cap (and its time is not compared anyway)."""
+
+
+def karpenter_rows(
+    binary: Path, workload: Workload, snapshot: Snapshot, repeat: int, bound: float | None
+) -> list[Result]:
+    rows = []
+    run = run_peer(binary, snapshot, workload.name, repeat, zero_prices=False)
+    result = Result(
+        workload.name, workload.family, KARPENTER, len(snapshot.pods), seconds=list(run.solve_seconds)
+    )
+    result.note = (
+        f"Karpenter {run.version} ({run.go_version}); setup (topology + scheduler) median "
+        f"{statistics.median(run.setup_seconds):.3f} s, not in the time"
+    )
+    rows.append(assess(result, snapshot, to_plan(run, snapshot, KARPENTER, cheapest), bound))
+    # The upstream provider's column needs one run only: its packing time is Karpenter's.
+    zero = run_peer(binary, snapshot, workload.name, 1, zero_prices=True)
+    upstream = Result(
+        workload.name, workload.family, UPSTREAM, len(snapshot.pods), seconds=list(zero.solve_seconds)
+    )
+    upstream.note = "Karpenter's scheduler at price 0, then the name-first flavor per claim"
+    rows.append(assess(upstream, snapshot, to_plan(zero, snapshot, UPSTREAM, name_first), bound))
+    return rows
+
+
+def autoscaler_row(workload: Workload, snapshot: Snapshot, bound: float | None) -> Result:
+    flavors = len(snapshot.instance_types)
+    if len(snapshot.pods) * flavors > CA_MAX_POD_FLAVORS:
+        return Result(
+            workload.name,
+            workload.family,
+            autoscaler.ENGINE,
+            len(snapshot.pods),
+            skipped=f"not run: {len(snapshot.pods)} pods x {flavors} flavors is past what the Python simulation finishes",
+        )
+    started = time.perf_counter()
+    plan = autoscaler.solve(snapshot, deadline=started + CA_CAP_SECONDS)
+    result = Result(
+        workload.name, workload.family, autoscaler.ENGINE, len(snapshot.pods), seconds=[plan.solve_seconds]
+    )
+    result.note = "reimplementation in Python: cost only, its time is not comparable"
+    return assess(result, snapshot, plan, bound)
