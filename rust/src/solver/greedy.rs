@@ -597,22 +597,29 @@ impl<'s> Scheduler<'s> {
                 Some(current) => current.intersect(&Requirement::exactly(key, value)),
                 None => Requirement::exactly(key, value),
             };
-            let zone = if key == ZONE {
-                Some(&narrowed)
-            } else {
-                merged.get(ZONE)
+            // The pinned zone and capacity-type requirements, asked of each offering pair once.
+            let offering_reqs = Reqs(
+                OFFERING_KEYS
+                    .iter()
+                    .filter_map(|k| {
+                        if *k == key {
+                            Some(narrowed.clone())
+                        } else {
+                            merged.get(k).cloned()
+                        }
+                    })
+                    .collect(),
+            );
+            let Some(first) = flavors.first() else {
+                return f64::INFINITY;
             };
-            let capacity_type = if key == CAPACITY_TYPE {
-                Some(&narrowed)
-            } else {
-                merged.get(CAPACITY_TYPE)
-            };
+            let mask = first.table.mask(&offering_reqs);
             flavors
                 .iter()
                 .filter(|f| {
                     offering_key || lookup(&f.it.labels, key).is_none_or(|v| narrowed.has(v))
                 })
-                .map(|f| f.price_within(zone, capacity_type))
+                .map(|f| f.price_masked(&mask))
                 .fold(f64::INFINITY, f64::min)
         };
         let mut best: Option<(&str, f64)> = None;
