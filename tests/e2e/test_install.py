@@ -36,9 +36,6 @@ from kapstan.kube.errors import ApiError
 from kapstan.local import Sandbox, procs
 from kapstan.local.apply import apply
 from kapstan.local.build import KUBERNETES_VERSION
-from kapstan.local.fixture import two_cluster_sandbox
-
-__all__ = ["two_cluster_sandbox"]
 
 pytestmark = pytest.mark.sandbox
 
