@@ -82,17 +82,31 @@ def parse(raw: Mapping[str, Any], pool_of: Mapping[str, str]) -> PeerRun:
     )
 
 
+class PeerTimeout(Exception):
+    """The peer's first solve did not finish within the cap."""
+
+
 def run_peer(
-    binary: Path, snapshot: Snapshot, name: str, repeat: int, zero_prices: bool, timeout: float | None = None
+    binary: Path,
+    snapshot: Snapshot,
+    name: str,
+    repeat: int,
+    zero_prices: bool,
+    timeout: float | None = None,
+    budget: float = 0.0,
 ) -> PeerRun:
+    """Runs the Go peer; `timeout` bounds the whole process, `budget` its repetitions after the first."""
     exported: Export = export(snapshot, name)
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix=f"{name}-") as f:
         json.dump(exported.workload, f)
         f.flush()
-        command = [str(binary), "-workload", f.name, "-repeat", str(repeat)]
+        command = [str(binary), "-workload", f.name, "-repeat", str(repeat), "-budget", str(budget)]
         if zero_prices:
             command.append("-zero-prices")
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise PeerTimeout(f"karpenter peer on {name} not done within {timeout:.0f} s") from e
     if done.returncode != 0:
         raise RuntimeError(f"karpenter peer on {name}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     return parse(json.loads(done.stdout), exported.pool_of)

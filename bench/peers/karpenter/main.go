@@ -7,7 +7,7 @@
 // NodePools, and with a fresh topology and scheduler for every repetition, because a provisioning loop
 // builds both anew for every batch.
 //
-// Usage: karpenter-peer -workload FILE [-repeat N] [-zero-prices]
+// Usage: karpenter-peer -workload FILE [-repeat N] [-budget SECONDS] [-zero-prices]
 package main
 
 import (
@@ -78,13 +78,14 @@ const karpenterVersion = "v1.14.1"
 func main() {
 	path := flag.String("workload", "", "workload JSON written by bench/peers/export.py")
 	repeat := flag.Int("repeat", 3, "timed solves; the first one's result is reported")
+	budget := flag.Float64("budget", 0, "stop repeating once the runs so far plus one more would pass this many seconds (0: no limit)")
 	zeroPrices := flag.Bool("zero-prices", false, "every offering priced 0, as the upstream CAPI provider reports")
 	flag.Parse()
 	if *path == "" {
 		fmt.Fprintln(os.Stderr, "karpenter-peer: -workload is required")
 		os.Exit(2)
 	}
-	out, err := solveWorkload(*path, max(*repeat, 1), *zeroPrices)
+	out, err := solveWorkload(*path, max(*repeat, 1), *budget, *zeroPrices)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "karpenter-peer: %v\n", err)
 		os.Exit(1)
@@ -96,7 +97,7 @@ func main() {
 	}
 }
 
-func solveWorkload(path string, repeat int, zeroPrices bool) (*output, error) {
+func solveWorkload(path string, repeat int, budget float64, zeroPrices bool) (*output, error) {
 	log.SetLogger(logging.NopLogger)
 	w, err := readWorkload(path)
 	if err != nil {
@@ -107,7 +108,12 @@ func solveWorkload(path string, repeat int, zeroPrices bool) (*output, error) {
 		Workload: w.Name, Karpenter: karpenterVersion, GoVersion: runtime.Version(), ZeroPrices: zeroPrices,
 		Unschedulable: map[string]string{},
 	}
+	spent := 0.0
 	for i := 0; i < repeat; i++ {
+		// The same rule as kapstan's side (bench/targets.py): slow cases get fewer repetitions.
+		if i > 0 && budget > 0 && spent+out.Runs[0].SolveSeconds > budget {
+			break
+		}
 		// Instance types carry caches (allocatable per offering); fresh ones keep each run cold.
 		byPool, err := poolFlavors(w, zeroPrices)
 		if err != nil {
@@ -128,6 +134,7 @@ func solveWorkload(path string, repeat int, zeroPrices bool) (*output, error) {
 			return nil, fmt.Errorf("solve: %w", err)
 		}
 		out.Runs = append(out.Runs, run{SetupSeconds: setup.Seconds(), SolveSeconds: solve.Seconds()})
+		spent += solve.Seconds()
 		if i == 0 {
 			out.NodeClaims = describe(results, w)
 			for pod, perr := range results.PodErrors {
