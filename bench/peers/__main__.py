@@ -61,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         write(args.out, json.loads((args.out / "peers.json").read_text()))
         return 0
-    binary = gobuild.build("karpenter")
     repeat = 1 if args.quick else max(args.repeat, 1)
     workloads = [
         w
@@ -69,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.quick or w.pods <= QUICK_MAX_PODS)
         and (not args.only or any(o in w.name for o in args.only))
     ]
+    payload = measure_all(workloads, repeat, autoscaler=not args.no_autoscaler)
+    payload["machine"]["args"] = "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
+    write(args.out, payload)
+    return 0
+
+
+def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True) -> dict[str, Any]:
+    """Every system on every workload; the payload `write` renders (also used by `bench.run --peers`)."""
+    binary = gobuild.build("karpenter")
     bounds: dict[str, dict[str, Any]] = {}
     meta: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
@@ -90,16 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         for r in karpenter_rows(binary.path, w, snapshot, repeat, best):
             results.append(r.to_json())
             _progress(r)
-    if not args.no_autoscaler:
+    if autoscaler:
         for w in workloads:
             r = autoscaler_row(w, snapshots[w.name], bounds[w.name]["best"])
             results.append(r.to_json())
             _progress(r)
-    described = machine.describe(sys.argv[1:] if argv is None else argv)
+    described = machine.describe([])
     described["karpenter_peer"] = {"binary": binary.path.name, "build_seconds": binary.build_seconds}
-    payload = {"machine": described, "workloads": meta, "bounds": bounds, "results": results}
-    write(args.out, payload)
-    return 0
+    return {"machine": described, "workloads": meta, "bounds": bounds, "results": results}
 
 
 def _bound(w: Workload, snapshot: Snapshot, bounds: dict[str, dict[str, Any]]) -> float | None:
