@@ -83,3 +83,13 @@ def test_the_go_peer_packs_the_articles_pods_like_karpenter() -> None:
     assert sorted(p for c in upstream.node_claims for p in c.pods) == sorted(p.key for p in inflate.pods)
     assert {c.instance_type for c in upstream.node_claims} == {"c3-16"}
     assert validate(inflate, upstream) == []
+
+
+def test_the_peer_reports_the_karpenter_version_it_requires() -> None:
+    module = gobuild.HERE / "karpenter"
+    required = next(
+        line.split()[-1]
+        for line in (module / "go.mod").read_text().splitlines()
+        if line.strip().startswith("sigs.k8s.io/karpenter ")
+    )
+    assert f'const karpenterVersion = "{required}"' in (module / "main.go").read_text()
