@@ -19,7 +19,7 @@ use super::resources::{self as res, Names};
 use super::room::RoomIndex;
 use super::targets::{
     most_net, set_label, Claim, ClaimList, ExistingTarget, Flavor, FlavorList, OfferingKinds,
-    PoolView, OFFERING_KEYS,
+    Offers, PoolView, OFFERING_KEYS,
 };
 use super::topology::{min_count, spread_group, term_group, untolerated};
 
@@ -416,19 +416,19 @@ impl<'s> Scheduler<'s> {
             .record(pod_id, &self.pods[pod_id], &domain, 1, false);
     }
 
-    /// `mask` is `merged`'s (see `OfferingKinds::mask`).
+    /// `offers` is made from `merged`.
     fn holds(
         &self,
         claim: &Claim,
         checks: &Checks,
         merged: &Reqs,
-        mask: &[bool],
+        offers: &Offers,
         flavor: &Flavor,
     ) -> bool {
         let pod = &self.pods[checks.pod];
         let taints = &flavor.it.taints;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &flavor.net_dense)
-            && flavor.compatible_masked(merged, mask)
+            && flavor.compatible_with(merged, offers)
             && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
             && (taints.is_empty()
                 || claim
@@ -463,12 +463,11 @@ impl<'s> Scheduler<'s> {
                 .any(|r| r.min_values.is_some_and(|m| m != 0));
         // A claim without pods comes straight from `open_claim`, which kept only the flavors that hold
         // the pod under these same merged requirements: filtering them again would keep them all.
-        let mut mask: Option<Vec<bool>> = None;
         let mut flavors: FlavorList = if needs_all && !claim.pods.is_empty() {
-            claim.flavors.filtered(|f| {
-                let mask = mask.get_or_insert_with(|| f.table.mask(&merged));
-                self.holds(claim, checks, &merged, mask, f)
-            })
+            let offers = Offers::of(&merged);
+            claim
+                .flavors
+                .filtered(|f| self.holds(claim, checks, &merged, &offers, f))
         } else {
             claim.flavors.clone()
         };
@@ -487,20 +486,17 @@ impl<'s> Scheduler<'s> {
         } else {
             Some(claim.flavors[0].clone())
         };
-        // `merged` may have narrowed since: a fresh mask.
-        let mask = flavors
-            .first()
-            .map(|f| f.table.mask(&merged))
-            .unwrap_or_default();
+        // `merged` may have narrowed since.
+        let offers = Offers::of(&merged);
         let head = flavors.iter().position(|f| {
-            (needs_all || self.holds(claim, checks, &merged, &mask, f))
+            (needs_all || self.holds(claim, checks, &merged, &offers, f))
                 && view.within_limits(f, replacing.as_deref())
         });
         let Some(head) = head else {
             if needs_all
                 || flavors
                     .iter()
-                    .any(|f| self.holds(claim, checks, &merged, &mask, f))
+                    .any(|f| self.holds(claim, checks, &merged, &offers, f))
             {
                 return Err(format!("limits reached ({})", limits_text(view)));
             }
@@ -671,13 +667,19 @@ impl<'s> Scheduler<'s> {
     }
 
     /// A cheap necessary condition for `evaluate` to succeed on a claim already holding pods: room
-    /// under the largest candidate flavor, and no hostname constraint already broken there.
+    /// under the largest candidate flavor, no hostname constraint already broken there, and some
+    /// candidate flavor whose taints the pod tolerates (a tainted GPU node turns the others away).
     fn might_take(&self, claim: &Claim, checks: &Checks) -> bool {
+        let tolerations = &self.pods[checks.pod].tolerations;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &claim.max_net)
             && (!checks.keys.iter().any(|k| k == HOSTNAME)
                 || self
                     .domain_problem(checks, HOSTNAME, Some(&claim.hostname))
                     .is_none())
+            && claim.flavors.iter().any(|f| {
+                f.it.taints.is_empty()
+                    || untolerated(tolerations, &f.it.taints, checks.prefer).is_none()
+            })
     }
 
     /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).

@@ -4,6 +4,9 @@
 //! too little room everywhere is skipped whole. A pure speed-up: the greedy pass visits the same claims
 //! in the same order as a scan that rejects the full ones one by one.
 
+/// Subtrees of at most this many claims are scanned, not descended.
+const SCAN: usize = 32;
+
 pub struct RoomIndex {
     /// Resources per claim (the width of the dense vectors).
     width: usize,
@@ -115,8 +118,15 @@ impl RoomIndex {
         if high <= from || !self.admits(node, request) {
             return None;
         }
-        if high - low == 1 {
-            return (low < self.len).then_some(low);
+        if high - low <= SCAN {
+            // Near the leaves a plain scan is cheaper than pruning: when different claims hold the
+            // most room in different resources, every subtree passes and the descent visits them all.
+            let w = self.width;
+            return (from.max(low)..high.min(self.len)).find(|&at| {
+                let leaf = (self.leaves + at) * w;
+                let room = &self.tree[leaf..leaf + w];
+                request.iter().zip(room).all(|(r, a)| *r == 0 || r <= a)
+            });
         }
         let middle = (low + high) / 2;
         self.descend(2 * node, low, middle, from, request)

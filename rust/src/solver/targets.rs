@@ -50,6 +50,22 @@ impl OfferingKinds {
     }
 }
 
+/// What one set of requirements asks of offerings, for a pass over many flavors: whether it
+/// constrains zone or capacity type at all, and (worked out on first use) which offering pairs it allows.
+pub struct Offers {
+    constrained: bool,
+    mask: std::cell::OnceCell<Vec<bool>>,
+}
+
+impl Offers {
+    pub fn of(reqs: &Reqs) -> Offers {
+        Offers {
+            constrained: reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some(),
+            mask: std::cell::OnceCell::new(),
+        }
+    }
+}
+
 /// One instance type as one NodePool sees it: allocatable minus that pool's DaemonSet overhead.
 pub struct Flavor {
     pub it: InstanceType,
@@ -98,12 +114,13 @@ impl Flavor {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// `compatible(reqs)`, with `mask` taken from `reqs`.
-    pub fn compatible_masked(&self, reqs: &Reqs, mask: &[bool]) -> bool {
+    /// `compatible(reqs)` for the requirements `offers` was made for.
+    pub fn compatible_with(&self, reqs: &Reqs, offers: &Offers) -> bool {
         if !self.labels_allow(reqs) {
             return false;
         }
-        if reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some() {
+        if offers.constrained {
+            let mask = offers.mask.get_or_init(|| self.table.mask(reqs));
             return self.offerings_masked(mask).next().is_some();
         }
         true
