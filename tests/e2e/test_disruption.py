@@ -473,3 +473,52 @@ def test_a_zero_budget_blocks_and_a_scheduled_one_only_inside_its_window(e2e: E2
     [kept] = e2e(run.claims())
     [stay] = e2e(_pods(run, "stay"))
     assert kept["status"]["nodeName"] == stay["spec"]["nodeName"]
+
+
+def test_an_expired_node_goes_and_a_blocked_drain_ends_at_the_termination_grace_period(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    e2e(run.setup(article.standalone(ns, run.cluster, {"pool": "c3-4"}), []))
+    template = {"expireAfter": "1m", "terminationGracePeriod": "30s"}
+    e2e(run.clients[0].patch(NODEPOOLS, run.pool, {"spec": {"template": {"spec": template}}}))
+    # One replica under a PDB that allows no eviction: only the grace period can move it.
+    e2e(apply(run.clients[0], [_pdb("app", ns, "app", 1), article.deployment("app", ns, run.id, 1, "500m")]))
+    run.start_operator()
+
+    async def running() -> bool:
+        return await run.running_pods("app") == 1
+
+    e2e(run.wait_for("the app pod Running", running, 180))
+    [first] = e2e(run.claims())
+    assert first["spec"]["expireAfter"] == "1m"
+    [pod] = e2e(_pods(run, "app"))
+
+    async def expired() -> bool:
+        claims = {cl["metadata"]["name"]: cl for cl in await run.claims()}
+        return first["metadata"]["name"] not in claims or bool(
+            claims[first["metadata"]["name"]]["metadata"].get("deletionTimestamp")
+        )
+
+    e2e(run.wait_for("the NodeClaim expired", expired, 120))
+
+    async def moved() -> bool:
+        pods = await _pods(run, "app")
+        return (
+            len(pods) == 1
+            and pods[0]["metadata"]["uid"] != pod["metadata"]["uid"]
+            and pods[0].get("status", {}).get("phase") == "Running"
+        )
+
+    e2e(run.wait_for("the pod Running on a new node after the grace period", moved, 180))
+
+    async def first_gone() -> bool:
+        return first["metadata"]["name"] not in {cl["metadata"]["name"] for cl in await run.claims()}
+
+    e2e(run.wait_for("the expired NodeClaim and its Machine gone", first_gone, 60))
+    assert first["metadata"]["annotations"]["kapstan.io/machine"].split("/")[1] not in {
+        c.name(m) for m in e2e(run.machines())
+    }
+    assert f'karpenter_nodeclaims_disrupted_total{{nodepool="{run.pool}",reason="expired"}}' in _metrics(run)
+    events = e2e(list_events(run.clients[0], pod))
+    assert "EvictionBlocked" in {event["reason"] for event in events}
+    assert "TerminationGracePeriodExpired" in {event["reason"] for event in events}
