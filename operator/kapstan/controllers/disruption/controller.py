@@ -21,8 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,25 +31,26 @@ from kapstan.api.duration import parse_nillable_duration
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NodePool
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import (
     CONSOLIDATABLE,
     INITIALIZED,
     Candidate,
     candidate,
+    pod_key,
     price_of,
     reschedulable,
 )
 from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
-from kapstan.controllers.disruption.consolidation import (
-    DELETE,
-    Decision,
-    MinSaving,
-    evaluate,
-    multi_node,
-    single_node,
-    still_valid,
+from kapstan.controllers.disruption.consolidation import DELETE, Decision, MinSaving
+from kapstan.controllers.disruption.methods import (
+    DRIFTED,
+    EMPTY,
+    EXPIRED,
+    UNDERUTILIZED,
+    Observed,
+    choose,
+    recheck,
 )
 from kapstan.controllers.provisioner import PRICE_ANNOTATION, nodeclaim_manifest
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
@@ -67,10 +67,7 @@ from kapstan.snapshot import build_simulation_input
 
 log = logging.getLogger(__name__)
 
-EMPTY, UNDERUTILIZED, DRIFTED, EXPIRED = "empty", "underutilized", "drifted", "expired"
-_BUDGET_REASON = {EMPTY: b.EMPTY, UNDERUTILIZED: b.UNDERUTILIZED, DRIFTED: b.DRIFTED}
 _TITLE = {EMPTY: "Empty", UNDERUTILIZED: "Underutilized", DRIFTED: "Drifted", EXPIRED: "Expired"}
-_CAPI_BOOTSTRAP_GROUP = "bootstrap.cluster.x-k8s.io"
 
 
 @dataclass(frozen=True)
@@ -261,6 +258,18 @@ class Disruption:
         only: tuple[str, Decision] | None = None,
     ) -> tuple[str, Decision] | None:
         """The one command worth acting on now, or, with ``only``, that command re-checked."""
+        seen = await self._observe(pools, now, announce=announce)
+        if only is not None:
+            return await asyncio.to_thread(
+                recheck, seen, only[0], only[1], self._solve, self.options.min_saving
+            )
+        return await asyncio.to_thread(
+            choose, seen, self._solve, self.options.min_saving, self.options.search_seconds
+        )
+
+    async def _observe(self, pools: _Pools, now: datetime, *, announce: bool) -> Observed:
+        """The candidates, budgets and snapshot as they are now; with ``announce``, also keep each
+        claim's ``Consolidatable`` condition and report what blocks a node that would otherwise go."""
         claims = [c for c in self.state.node_claims.store.objects() if self._machines(c["metadata"]["name"])]
         snapshot = await self._snapshot(pools)
         prices = self._prices(snapshot)
@@ -280,9 +289,7 @@ class Disruption:
             going = bool(meta.get("deletionTimestamp")) or _tainted(node)
             if going or COMMAND_ANNOTATION in (meta.get("annotations") or {}):
                 disrupting[pool] = disrupting.get(pool, 0) + 1
-                leaving[node["metadata"]["name"]] = tuple(
-                    f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods if reschedulable(p)
-                )
+                leaving[node["metadata"]["name"]] = tuple(pod_key(p) for p in pods if reschedulable(p))
                 continue
             model = pools.models.get(pool)
             if (
@@ -311,111 +318,17 @@ class Disruption:
                 await self._condition(claim, found.consolidatable)
                 if found.blocked and (found.consolidatable or reason):
                     await self.events.emit(claim, "Normal", "DisruptionBlocked", found.blocked)
-
-        def allowed(pool: str, reason: str) -> int:
-            model = pools.models[pool]
-            return b.allowed(
-                model.spec.disruption.budgets,
-                _BUDGET_REASON[reason],
-                totals.get(pool, 0),
-                disrupting.get(pool, 0),
-                now,
-            )
-
-        by_name = {c.claim: c for c in candidates}
-        if only is not None:
-            reason, before = only
-            fresh = [by_name.get(c.claim) for c in before.candidates]
-            if any(c is None or c.blocked for c in fresh):
-                return None
-            chosen = [c for c in fresh if c is not None]
-            per_pool: dict[str, int] = {}
-            for c in chosen:
-                per_pool[c.pool] = per_pool.get(c.pool, 0) + 1
-            if any(count > allowed(pool, reason) for pool, count in per_pool.items()):
-                return None
-            if reason == EMPTY:
-                if not all(c.empty and c.consolidatable for c in chosen):
-                    return None
-                return reason, Decision(DELETE, tuple(chosen), (), before.snapshot)
-            if reason == UNDERUTILIZED and not all(c.consolidatable for c in chosen):
-                return None
-            if reason == DRIFTED and not all(c.claim in drifted for c in chosen):
-                return None
-            if snapshot is None:
-                return None
-            again = await asyncio.to_thread(
-                evaluate,
-                snapshot,
-                chosen,
-                leaving,
-                self._solve,
-                self.options.min_saving,
-                require_saving=reason != DRIFTED,
-            )
-            return (reason, again) if again is not None and still_valid(before, again) else None
-
-        free = [c for c in candidates if not c.blocked]
-        # Emptiness: every empty, consolidatable node the budgets allow, in one command.
-        empties: list[Candidate] = []
-        taken: dict[str, int] = {}
-        for c in sorted(free, key=lambda c: (c.created, c.claim)):
-            if c.empty and c.consolidatable and taken.get(c.pool, 0) < allowed(c.pool, EMPTY):
-                empties.append(c)
-                taken[c.pool] = taken.get(c.pool, 0) + 1
-        if empties:
-            return EMPTY, Decision(DELETE, tuple(empties), (), snapshot or Snapshot((), (), ()))
-        if snapshot is None:
-            return None
-        # Drift: one drifted node at a time, replaced even without a saving.
-        for c in sorted(free, key=lambda c: (c.created, c.claim)):
-            if c.claim in drifted and allowed(c.pool, DRIFTED) > 0:
-                decision = await asyncio.to_thread(
-                    evaluate,
-                    snapshot,
-                    [c],
-                    leaving,
-                    self._solve,
-                    self.options.min_saving,
-                    require_saving=False,
-                )
-                if decision is not None:
-                    return DRIFTED, decision
-        underused = [
-            c
-            for c in free
-            if c.consolidatable
-            and pools.models[c.pool].spec.disruption.consolidation_policy == "WhenEmptyOrUnderutilized"
-        ]
-        budget = {pool: allowed(pool, UNDERUTILIZED) for pool in {c.pool for c in underused}}
-        underused = _within(underused, budget)
-        if len(underused) >= 2:
-            deadline = time.monotonic() + self.options.search_seconds
-            decision_multi = await asyncio.to_thread(
-                multi_node,
-                snapshot,
-                underused,
-                leaving,
-                self._solve,
-                self.options.min_saving,
-                deadline=deadline,
-            )
-            if decision_multi is not None and _fits(decision_multi.candidates, budget):
-                return UNDERUTILIZED, decision_multi
-        if underused:
-            deadline = time.monotonic() + self.options.search_seconds
-            decision_single = await asyncio.to_thread(
-                single_node,
-                snapshot,
-                underused,
-                leaving,
-                self._solve,
-                self.options.min_saving,
-                deadline=deadline,
-            )
-            if decision_single is not None:
-                return UNDERUTILIZED, decision_single
-        return None
+        return Observed(
+            candidates=tuple(candidates),
+            drifted=drifted,
+            leaving=leaving,
+            policies={name: m.spec.disruption.consolidation_policy for name, m in pools.models.items()},
+            budgets={name: m.spec.disruption.budgets for name, m in pools.models.items()},
+            totals=totals,
+            disrupting=disrupting,
+            snapshot=snapshot,
+            now=now,
+        )
 
     def _solve(self, snapshot: Snapshot) -> Plan:
         with metrics.SCHEDULING_DURATION.labels(metrics.DISRUPTION).time():
@@ -760,18 +673,6 @@ def _commands(claims: dict[str, Object]) -> dict[str, Command]:
 
 def _tainted(node: Object) -> bool:
     return any(t.get("key") == DISRUPTED_TAINT["key"] for t in node.get("spec", {}).get("taints") or [])
-
-
-def _within(candidates: Iterable[Candidate], budget: dict[str, int]) -> list[Candidate]:
-    """Candidates of pools that may lose at least one node now."""
-    return [c for c in candidates if budget.get(c.pool, 0) > 0]
-
-
-def _fits(chosen: Iterable[Candidate], budget: dict[str, int]) -> bool:
-    per_pool: dict[str, int] = {}
-    for c in chosen:
-        per_pool[c.pool] = per_pool.get(c.pool, 0) + 1
-    return all(count <= budget.get(pool, 0) for pool, count in per_pool.items())
 
 
 def _describe(command: Command, decision: Decision) -> str:

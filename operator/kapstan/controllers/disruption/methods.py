@@ -1,0 +1,137 @@
+"""Which command to run now: Karpenter's methods in its order, as one pure choice over what was seen.
+
+Emptiness first (every empty, consolidatable node the budgets allow, in one delete, no solver needed),
+then drift (one drifted node at a time, replaced even without a saving), then multi-node and single-node
+consolidation (only in ``WhenEmptyOrUnderutilized`` pools, only consolidatable nodes). Nodes something
+protects (``do-not-disrupt``, a PodDisruptionBudget) are never chosen. ``recheck`` runs the same rules
+on fresh observations for the command chosen before the validation delay.
+
+The controller observes the cluster into ``Observed`` and calls these in a thread; nothing here reads
+the API or the clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from kapstan.api.karpenter import Budget
+from kapstan.controllers.disruption import budgets as b
+from kapstan.controllers.disruption.candidates import Candidate
+from kapstan.controllers.disruption.consolidation import (
+    DELETE,
+    Decision,
+    MinSaving,
+    Solve,
+    evaluate,
+    multi_node,
+    single_node,
+    still_valid,
+)
+from kapstan.scheduling.model import Snapshot
+
+EMPTY, UNDERUTILIZED, DRIFTED, EXPIRED = "empty", "underutilized", "drifted", "expired"
+"""Disruption reasons as the ``reason`` label of ``karpenter_nodeclaims_disrupted_total`` spells them."""
+BUDGET_REASON = {EMPTY: b.EMPTY, UNDERUTILIZED: b.UNDERUTILIZED, DRIFTED: b.DRIFTED}
+UNDERUTILIZED_POLICY = "WhenEmptyOrUnderutilized"
+_NO_SNAPSHOT = Snapshot((), (), ())
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one pass saw: the candidates and everything the budgets and the solver need."""
+
+    candidates: tuple[Candidate, ...]
+    drifted: Mapping[str, str]
+    """Claim name to why it drifted."""
+    leaving: Mapping[str, tuple[str, ...]]
+    """Nodes already going (deleting, tainted, under a command) to the pods a drain moves off them."""
+    policies: Mapping[str, str]
+    """NodePool to its consolidation policy."""
+    budgets: Mapping[str, Sequence[Budget]]
+    totals: Mapping[str, int]
+    """NodePool to its nodes."""
+    disrupting: Mapping[str, int]
+    """NodePool to its nodes already being disrupted."""
+    snapshot: Snapshot | None
+    """None when the cluster could not be described: emptiness still works, the rest waits."""
+    now: datetime
+
+    def allowed(self, pool: str, reason: str) -> int:
+        return b.allowed(
+            self.budgets.get(pool, ()),
+            BUDGET_REASON[reason],
+            self.totals.get(pool, 0),
+            self.disrupting.get(pool, 0),
+            self.now,
+        )
+
+
+def choose(
+    seen: Observed, solve: Solve, min_saving: MinSaving, search_seconds: float
+) -> tuple[str, Decision] | None:
+    """The command worth running now, with its reason, or None."""
+    free = sorted((c for c in seen.candidates if not c.blocked), key=lambda c: (c.created, c.claim))
+    empties: list[Candidate] = []
+    taken: dict[str, int] = {}
+    for c in free:
+        if c.empty and c.consolidatable and taken.get(c.pool, 0) < seen.allowed(c.pool, EMPTY):
+            empties.append(c)
+            taken[c.pool] = taken.get(c.pool, 0) + 1
+    if empties:
+        return EMPTY, Decision(DELETE, tuple(empties), (), seen.snapshot or _NO_SNAPSHOT)
+    if seen.snapshot is None:
+        return None
+    for c in free:
+        if c.claim in seen.drifted and seen.allowed(c.pool, DRIFTED) > 0:
+            decision = evaluate(seen.snapshot, [c], seen.leaving, solve, min_saving, require_saving=False)
+            if decision is not None:
+                return DRIFTED, decision
+    underused = [c for c in free if c.consolidatable and seen.policies.get(c.pool) == UNDERUTILIZED_POLICY]
+    budget = {pool: seen.allowed(pool, UNDERUTILIZED) for pool in {c.pool for c in underused}}
+    underused = [c for c in underused if budget[c.pool] > 0]
+    if len(underused) >= 2:
+        deadline = time.monotonic() + search_seconds
+        found = multi_node(
+            seen.snapshot, underused, seen.leaving, solve, min_saving, budget=budget, deadline=deadline
+        )
+        if found is not None:
+            return UNDERUTILIZED, found
+    if underused:
+        deadline = time.monotonic() + search_seconds
+        found = single_node(seen.snapshot, underused, seen.leaving, solve, min_saving, deadline=deadline)
+        if found is not None:
+            return UNDERUTILIZED, found
+    return None
+
+
+def recheck(
+    seen: Observed, reason: str, before: Decision, solve: Solve, min_saving: MinSaving
+) -> tuple[str, Decision] | None:
+    """``before`` re-decided on fresh observations: the same candidates, still free, still within the
+    budgets, still for the same reason; a consolidation still at least as good. None when it no longer
+    holds."""
+    by_name = {c.claim: c for c in seen.candidates}
+    fresh = [by_name.get(c.claim) for c in before.candidates]
+    chosen = [c for c in fresh if c is not None and not c.blocked]
+    if len(chosen) != len(before.candidates):
+        return None
+    per_pool: dict[str, int] = {}
+    for c in chosen:
+        per_pool[c.pool] = per_pool.get(c.pool, 0) + 1
+    if any(count > seen.allowed(pool, reason) for pool, count in per_pool.items()):
+        return None
+    if reason == EMPTY:
+        if not all(c.empty and c.consolidatable for c in chosen):
+            return None
+        return reason, Decision(DELETE, tuple(chosen), (), seen.snapshot or before.snapshot)
+    if reason == UNDERUTILIZED and not all(c.consolidatable for c in chosen):
+        return None
+    if reason == DRIFTED and not all(c.claim in seen.drifted for c in chosen):
+        return None
+    if seen.snapshot is None:
+        return None
+    again = evaluate(seen.snapshot, chosen, seen.leaving, solve, min_saving, require_saving=reason != DRIFTED)
+    return (reason, again) if again is not None and still_valid(before, again) else None
