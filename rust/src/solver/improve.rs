@@ -154,23 +154,32 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
             price,
         )
     };
-    let mut ranked: Vec<((f64, f64), &str)> = view
-        .flavors
-        .iter()
-        .map(|f| (per_pod(f), f.name()))
-        .collect();
     let order = |(pa, na): &((f64, f64), &str), (pb, nb): &((f64, f64), &str)| {
         pa.0.total_cmp(&pb.0)
             .then(pa.1.total_cmp(&pb.1))
             .then_with(|| na.cmp(nb))
     };
-    // Only the first few count: select them, then order them (entries that compare equal share a
-    // name, so which of them is kept does not show).
-    if ranked.len() > FLAVORS_PER_MOVE {
-        ranked.select_nth_unstable_by(FLAVORS_PER_MOVE, order);
-        ranked.truncate(FLAVORS_PER_MOVE);
+    // Only the first few count, kept in order as the flavors go by (entries that compare equal
+    // share a name, so which of them is kept does not show). The pool's flavors come cheapest first,
+    // and a flavor's price per pod is at least its price over all the pods: once that passes the
+    // last score kept, no later flavor can get in.
+    let mut ranked: Vec<((f64, f64), &str)> = Vec::with_capacity(FLAVORS_PER_MOVE + 1);
+    let pods_f = count as f64;
+    for flavor in &view.flavors {
+        if ranked.len() == FLAVORS_PER_MOVE {
+            let floor = flavor.base_price / pods_f;
+            let last = ranked[FLAVORS_PER_MOVE - 1].0 .0;
+            if flavor.base_price >= 0.0 && floor.total_cmp(&last).is_gt() {
+                break;
+            }
+        }
+        let entry = (per_pod(flavor), flavor.name());
+        let at = ranked.partition_point(|kept| order(kept, &entry).is_le());
+        if at < FLAVORS_PER_MOVE {
+            ranked.insert(at, entry);
+            ranked.truncate(FLAVORS_PER_MOVE);
+        }
     }
-    ranked.sort_by(order);
     let efficient: Vec<String> = ranked
         .iter()
         .take(FLAVORS_PER_MOVE)
