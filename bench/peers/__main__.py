@@ -52,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-autoscaler", action="store_true", help="skip the cluster-autoscaler simulation")
     parser.add_argument(
+        "--autoscaler-only",
+        action="store_true",
+        help="only the cluster-autoscaler simulation (untimed), merged into OUT/peers.json",
+    )
+    parser.add_argument(
         "--out", type=Path, default=OUT, help="where to write PEERS.md, peers.json and the plots"
     )
     parser.add_argument(
@@ -68,10 +73,34 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.quick or w.pods <= QUICK_MAX_PODS)
         and (not args.only or any(o in w.name for o in args.only))
     ]
+    if args.autoscaler_only:
+        old = json.loads((args.out / "peers.json").read_text())
+        write(args.out, merge(old, autoscaler_rows(workloads)))
+        return 0
     payload = measure_all(workloads, repeat, autoscaler=not args.no_autoscaler)
     payload["machine"]["args"] = "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
     write(args.out, payload)
     return 0
+
+
+def autoscaler_rows(workloads: list[Workload]) -> list[dict[str, Any]]:
+    rows = []
+    for w in workloads:
+        snapshot = w.build()
+        r = autoscaler_row(w, snapshot, _bound(w, snapshot, {}))
+        rows.append(r.to_json())
+        _progress(r)
+    return rows
+
+
+def merge(old: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The old payload with these rows in place of the ones they re-measure; the machine notes it."""
+    fresh = {(r["workload"], r["engine"]) for r in rows}
+    kept = [r for r in old["results"] if (r["workload"], r["engine"]) not in fresh]
+    order = {w: i for i, w in enumerate(old["bounds"])}
+    results = sorted([*kept, *rows], key=lambda r: order.get(r["workload"], len(order)))
+    merged = sorted({r["workload"] for r in rows})
+    return {**old, "machine": {**old["machine"], "merged": merged}, "results": results}
 
 
 def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True) -> dict[str, Any]:

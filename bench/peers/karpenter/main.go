@@ -72,7 +72,7 @@ type output struct {
 	Unschedulable map[string]string `json:"unschedulable"`
 }
 
-// karpenterVersion is the module version in go.mod; main_test.go checks they agree.
+// karpenterVersion is the module version in go.mod; tests/bench/test_peers_karpenter.py checks they agree.
 const karpenterVersion = "v1.14.1"
 
 func main() {
