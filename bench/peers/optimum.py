@@ -74,8 +74,13 @@ def optimum(snapshot: Snapshot, time_limit: float = 60.0) -> Optimum:
         options.append((res.subtract(it.allocatable, overhead), price))
     names = sorted({r for p in pods for r in p.requests})
     n_pods, n_slots, n_opts = len(pods), len(pods), len(options)
-    x = lambda p, n: p * n_slots + n  # noqa: E731 - index helpers keep the rows readable
-    y = lambda n, f: n_pods * n_slots + n * n_opts + f  # noqa: E731
+
+    def x(p: int, n: int) -> int:  # column of "pod p on slot n"
+        return p * n_slots + n
+
+    def y(n: int, f: int) -> int:  # column of "slot n bought as flavor f"
+        return n_pods * n_slots + n * n_opts + f
+
     size = n_pods * n_slots + n_slots * n_opts
     cost = np.zeros(size)
     for n in range(n_slots):
