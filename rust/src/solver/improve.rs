@@ -223,9 +223,10 @@ fn put_back(s: &mut Scheduler, claims: ClaimList) {
             let domain = |key: &str| claim.domain(key);
             s.topology.record(pod, &s.pods[pod], &domain, 1, true);
         }
-        s.claims.push(claim);
+        // Back where its index puts it (claims stay sorted by index).
+        let at = s.claims.partition_point(|c| c.index < claim.index);
+        s.claims.insert(at, claim);
     }
-    s.claims.sort_by_key(|c| c.index);
     s.room.stale = true;
 }
 
