@@ -2,7 +2,9 @@
 
 Act 1 is the article's flow: a MachineDeployment whose bootstrap template lacks the unregistered taint,
 the article's NodePool and NodeClass, and ``inflate`` (2 replicas that refuse to share a node). kapstan
-taints the template in a new revision, scales the MD 0 -> 2, registers both nodes, and the pods run.
+taints the template in a new revision, scales the MD 0 -> 2, registers both nodes, and the pods run; then
+``inflate`` is deleted and, 30 s later (the NodePool's consolidateAfter), kapstan removes both empty nodes
+and their Machines, and the MD is back at 0.
 Act 2 is the article's benchmark on a cold pool of c3-4, c3-8 and c3-16: 8 pods of 1 CPU get one c3-16
 and one c3-4, where a name-sorted pick would take c3-16s. Everything prints as a timeline, and the sandbox
 is torn down at the end (or on Ctrl-C).
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kapstan.capi import contract as c
+from kapstan.kube.kinds import DEPLOYMENTS
 from kapstan.local import article
 from kapstan.local.build import build
 from kapstan.local.run import KapstanRun
@@ -48,7 +51,17 @@ def run_demo(say: Say = print, keep: bool = False) -> None:
 
 async def _acts(sandbox: Sandbox, say: Say) -> None:
     say("\n== Act 1: the article's flow (MD capi-ovh-karpenter, c3-4, template without the taint)")
-    await _act(sandbox, say, "article", {"capi-ovh-karpenter": "c3-4"}, "inflate", 2, "500m", tainted=False)
+    await _act(
+        sandbox,
+        say,
+        "article",
+        {"capi-ovh-karpenter": "c3-4"},
+        "inflate",
+        2,
+        "500m",
+        tainted=False,
+        scale_down=True,
+    )
     say("\n== Act 2: the article's benchmark, 8 pods of 1 CPU on a cold pool of c3-4 / c3-8 / c3-16")
     pools = {"c3-4": "c3-4", "c3-8": "c3-8", "c3-16": "c3-16"}
     machines = await _act(sandbox, say, "bench", pools, "inflate", 8, "1")
@@ -66,6 +79,7 @@ async def _act(
     cpu: str,
     *,
     tainted: bool = True,
+    scale_down: bool = False,
 ) -> Counter[str]:
     run = KapstanRun(sandbox, prefix, on_entry=lambda seconds, text: say(format_entry(seconds, text)))
     await run.connect()
@@ -82,7 +96,19 @@ async def _act(
             return await run.running_pods(app) == replicas
 
         await run.wait_for(f"{replicas} {app} pods Running", all_running, 300)
-        return Counter(c.labels_of(m).get(c.DEPLOYMENT_NAME_LABEL, "") for m in await run.machines())
+        machines = Counter(c.labels_of(m).get(c.DEPLOYMENT_NAME_LABEL, "") for m in await run.machines())
+        if scale_down:
+            say(
+                f"deleting {app}: its nodes are empty, kapstan removes them after the NodePool's consolidateAfter"
+            )
+            wl, _ = run.clients
+            await wl.delete(DEPLOYMENTS, app, ns)
+
+            async def back_to_zero() -> bool:
+                return not await run.machines() and not await run.claims()
+
+            await run.wait_for("the empty nodes gone and the MD back to 0", back_to_zero, 180)
+        return machines
     finally:
         say(
             "cleaning up: workloads and NodePool deleted, kapstan drains the nodes and removes their Machines"
