@@ -134,6 +134,11 @@ def _guide(machine: Mapping[str, Any], meta: Mapping[str, Mapping[str, Any]]) ->
         "only knows zones where a node exists, so zone spread collapses into one zone; the validator "
         "counts those violations. It is not run where its Python loop would take too long.",
         "",
+        "Caveats: every system is compared on one provisioning decision from an empty cluster. Karpenter "
+        "would later consolidate some of its larger nodes, and CA would scale down empty ones; neither "
+        "is simulated here (kapstan's own consolidation is not either). Karpenter's pick among a claim's "
+        "flavors is the cheapest offering; real providers may choose otherwise (AWS's fleet, for one).",
+        "",
         "Columns: *$/h* the plan's hourly price; *cost/bound* over the lower bound of `bench/bounds.py`; "
         "*vs rust* the system's price over kapstan-rust's (above 1: kapstan is cheaper); *median s* median "
         "wall time over *runs*; *pods/s* pods over that time; *x rust* the system's time over kapstan-rust's; "
