@@ -20,7 +20,7 @@ from kapstan.scheduling.model import Snapshot
 
 KARPENTER_CAP_SECONDS = 900.0
 """Karpenter's first solve is stopped after this long; the speed ratio is then at least cap / kapstan's."""
-UPSTREAM_MAX_SOLVE_SECONDS = 60.0
+UPSTREAM_MAX_SOLVE_SECONDS = 300.0
 """The upstream-provider column re-runs Karpenter's scheduler at price 0; past this many seconds per solve
 that second run is left out (its time is Karpenter's, only its flavor pick differs)."""
 CA_CAP_SECONDS = 600.0
