@@ -97,3 +97,8 @@ def test_a_budget_with_reasons_counts_only_for_them() -> None:
     assert b.allowed(budgets, b.DRIFTED, 10, 0, MONDAY_0830) == 0
     assert b.allowed(budgets, b.EMPTY, 10, 0, MONDAY_0830) == 5
     assert b.allowed(budgets, b.UNDERUTILIZED, 10, 0, MONDAY_0830) == 5
+
+
+def test_a_schedule_that_does_not_parse_always_counts() -> None:
+    typo = [Budget(nodes="0", schedule="every day at nine", duration="1h")]
+    assert b.allowed(typo, b.EMPTY, 10, 0, MONDAY_0830) == 0

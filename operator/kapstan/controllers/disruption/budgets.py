@@ -132,10 +132,15 @@ def _value(text: str, names: dict[str, int]) -> int:
 
 
 def budget_active(budget: Budget, now: datetime) -> bool:
-    """Whether ``budget`` counts at ``now``: always without a schedule, else inside its window."""
+    """Whether ``budget`` counts at ``now``: always without a schedule, else inside its window. A
+    schedule that does not parse counts always: a typo must hold disruption back, not let it loose."""
     if budget.schedule is None or budget.duration is None:
         return True
-    return Cron.parse(budget.schedule).active(now, budget.duration)
+    try:
+        cron = Cron.parse(budget.schedule)
+    except CronError:
+        return True
+    return cron.active(now, budget.duration)
 
 
 def budget_nodes(budget: Budget, total: int) -> int:

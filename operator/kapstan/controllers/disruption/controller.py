@@ -31,6 +31,7 @@ from kapstan.api.duration import parse_nillable_duration
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NodePool
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import (
     CONSOLIDATABLE,
@@ -175,6 +176,11 @@ class Disruption:
         True when a new command was started."""
         now = self.wall()
         pools = self._pools()
+        for name, model in pools.models.items():
+            for problem in b.validate_schedules(model.spec.disruption.budgets):
+                await self.events.emit(
+                    pools.raw[name], "Warning", "InvalidBudget", f"{problem}; it always counts"
+                )
         claims = {c["metadata"]["name"]: c for c in self.state.node_claims.store.objects()}
         mine = {name: claim for name, claim in claims.items() if self._machines(name)}
         await self._record_pod_events(mine)
