@@ -287,3 +287,13 @@ def test_a_replace_whose_replacements_do_not_initialize_in_time_is_rolled_back()
     asyncio.run(_disruption(state, events).reconcile())
     assert ("delete", "nodeclaims", "new", None) in client.writes
     assert [e[1] for e in events.emitted] == ["DisruptionRolledBack"]
+
+
+def test_a_delete_the_cache_has_not_seen_yet_is_not_sent_or_counted_twice() -> None:
+    state, client, events = _world()
+    recorded = _command(id="c2", kind="delete", reason="empty", candidates=("empty",), replacements=())
+    _add_claim(state, "empty", annotations={COMMAND_ANNOTATION: recorded.encode()})
+    disruption = _disruption(state, events)
+    asyncio.run(disruption.reconcile())
+    asyncio.run(disruption.reconcile())  # the watch has not brought the deletionTimestamp back yet
+    assert [w[:3] for w in client.writes if w[0] == "delete"] == [("delete", "nodeclaims", "empty")]

@@ -113,6 +113,9 @@ class Disruption:
         self.wall = wall
         self._last_pod_event: dict[str, datetime] = {}
         self._creating: set[str] = set()
+        self._deleted: dict[str, str] = {}
+        """Claims this process asked to delete, by uid: the cache may not show their deletionTimestamp
+        yet, and a second delete would count the same disruption twice."""
         self._next: datetime | None = None
         """The earliest moment a candidate turns consolidatable, found by the last pass."""
         self._wake = asyncio.Event()
@@ -182,6 +185,7 @@ class Disruption:
                     pools.raw[name], "Warning", "InvalidBudget", f"{problem}; it always counts"
                 )
         claims = {c["metadata"]["name"]: c for c in self.state.node_claims.store.objects()}
+        self._deleted = {name: uid for name, uid in self._deleted.items() if name in claims}
         mine = {name: claim for name, claim in claims.items() if self._machines(name)}
         await self._record_pod_events(mine)
         await self._expire(mine, pools, now)
@@ -483,7 +487,7 @@ class Disruption:
     async def _delete_candidates(self, command: Command) -> None:
         for name in command.candidates:
             claim = self.state.node_claims.store.get(name)
-            if claim is None or claim["metadata"].get("deletionTimestamp"):
+            if claim is None or self._going(claim):
                 continue
             pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
             await self.events.emit(
@@ -493,11 +497,7 @@ class Disruption:
                 f"Disrupting NodeClaim: {_TITLE[command.reason]}/{command.kind.title()} ({command.id}); "
                 f"saving {command.saving:g}/h",
             )
-            try:
-                await self.state.workload.delete(NODECLAIMS, name)
-            except ApiError as error:
-                if not error.not_found:
-                    raise
+            if not await self._delete(claim):
                 continue
             metrics.NODECLAIMS_DISRUPTED.labels(command.reason, pool).inc()
             log.info(
@@ -542,7 +542,7 @@ class Disruption:
     async def _expire(self, claims: dict[str, Object], pools: _Pools, now: datetime) -> None:
         """Forceful and apart: an expired claim is deleted whatever the budgets say."""
         for name, claim in claims.items():
-            if claim["metadata"].get("deletionTimestamp"):
+            if self._going(claim):
                 continue
             pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
             model = pools.models.get(pool)
@@ -562,15 +562,26 @@ class Disruption:
                 extra={"nodeclaim": name, "reason": EXPIRED, "expireAfter": text},
             )
             await self.events.emit(claim, "Normal", "DisruptionTerminating", "Disrupting NodeClaim: Expired")
-            try:
-                await self.state.workload.delete(NODECLAIMS, name)
-            except ApiError as error:
-                if not error.not_found:
-                    raise
-                continue
-            metrics.NODECLAIMS_DISRUPTED.labels(EXPIRED, pool).inc()
+            if await self._delete(claim):
+                metrics.NODECLAIMS_DISRUPTED.labels(EXPIRED, pool).inc()
 
     # -- writes ----------------------------------------------------------------------------------------
+
+    def _going(self, claim: Object) -> bool:
+        meta = claim["metadata"]
+        return bool(meta.get("deletionTimestamp")) or self._deleted.get(meta["name"]) == meta.get("uid")
+
+    async def _delete(self, claim: Object) -> bool:
+        """Delete the claim (its finalizer drains it and removes its Machine); False if it was gone."""
+        meta = claim["metadata"]
+        self._deleted[meta["name"]] = meta.get("uid", "")
+        try:
+            await self.state.workload.delete(NODECLAIMS, meta["name"])
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            return False
+        return True
 
     async def _annotate(self, name: str, annotations: dict[str, str | None]) -> None:
         try:
