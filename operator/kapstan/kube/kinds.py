@@ -15,4 +15,3 @@ NODECLAIMS = Resource("karpenter.sh", "v1", "nodeclaims", "NodeClaim", namespace
 NODECLASSES = Resource(
     "karpenter.cluster.x-k8s.io", "v1alpha1", "clusterapinodeclasses", "ClusterAPINodeClass", namespaced=False
 )
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kapstan.capi import contract as c
-from kapstan.kube.kinds import DEPLOYMENTS
+from kapstan.kube.client import Resource
 from kapstan.local import article
 from kapstan.local.build import build
 from kapstan.local.run import KapstanRun
@@ -28,6 +28,8 @@ from kapstan.local.sandbox import Sandbox
 from kapstan.local.timeline import format_entry
 
 Say = Callable[[str], None]
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+"""The demo's workloads; kapstan itself never touches Deployments (and has no RBAC for them)."""
 
 
 def run_demo(say: Say = print, keep: bool = False) -> None:
