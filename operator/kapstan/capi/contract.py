@@ -95,6 +95,12 @@ def condition_true(obj: Object, kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
+def on_delete(md: Object) -> bool:
+    """The MD's rollout strategy (v1beta2 ``spec.rollout.strategy``) is ``OnDelete``: outdated Machines
+    go only when they are deleted."""
+    return bool(_get(md, "spec", "rollout", "strategy", "type") == "OnDelete")
+
+
 def size_bound(md: Object, annotation: str) -> int | None:
     """The min- or max-size annotation as an int, None when absent or not a number."""
     value = annotations_of(md).get(annotation, "").strip()

@@ -123,7 +123,9 @@ class MachineDeploymentProvider(CloudProvider):
                     return
                 md = await self._get_md(machine.namespace, md_name, what)
                 await self._refuse_if_paused(md, what)
-                if c.condition_true(md, c.ROLLING_OUT_CONDITION):
+                # With OnDelete, CAPI replaces outdated Machines only as they are deleted: the MD stays
+                # RollingOut until someone removes them, so refusing would deadlock a drift replacement.
+                if c.condition_true(md, c.ROLLING_OUT_CONDITION) and not c.on_delete(md):
                     raise RollingOut(f"{what}: {c.display(md)} is rolling out")
                 others = [
                     m for m in await self._machines(machine.namespace, md_name) if c.name(m) != machine.name
