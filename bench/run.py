@@ -17,6 +17,9 @@ from bench import machine, plots, report
 from bench.bounds import lower_bound
 from bench.isolate import run_isolated
 from bench.measure import Result
+from bench.peers import __main__ as peers
+from bench.peers import report as peers_report
+from bench.peers.optimum import small_workloads
 from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
 from bench.workloads import WORKLOADS, Workload, all_workloads
@@ -93,9 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render-only", action="store_true", help="rewrite the report and plots from OUT/results.json"
     )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run Karpenter, the upstream CAPI rule and cluster-autoscaler on the same workloads "
+        "(bench.peers: PEERS.md, peers.json) and add their aims and costs to REPORT.md; with --render-only, "
+        "from OUT/peers.json",
+    )
     args = parser.parse_args(argv)
     if args.render_only:
         _write(args.out, json.loads((args.out / "results.json").read_text()))
+        if args.peers:
+            _peers(args.out, None, 0)
         return 0
     engines = [e for e in sorted(ENGINES) if not args.engine or e in args.engine]
     repeat = 1 if args.quick else max(args.repeat, 1)
@@ -114,7 +126,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and previous.is_file():
         payload = _merged(json.loads(previous.read_text()), payload)
     _write(args.out, payload)
+    if args.peers:
+        small = [w for w in small_workloads() if not args.only or any(o in w.name for o in args.only)]
+        _peers(args.out, [*workloads, *small], repeat)
     return 0
+
+
+def _peers(out: Path, workloads: list[Workload] | None, repeat: int) -> None:
+    """bench.peers on these workloads (None: OUT/peers.json as it stands), its section added to REPORT.md."""
+    payload = json.loads((out / "peers.json").read_text()) if workloads is None else None
+    if payload is None:
+        assert workloads is not None
+        payload = peers.measure_all(workloads, repeat)
+        payload["machine"]["args"] = " (through python -m bench.run --peers)"
+    peers.write(out, payload)
+    report = out / "REPORT.md"
+    report.write_text(report.read_text() + peers_report.section(payload))
 
 
 def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

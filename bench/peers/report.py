@@ -214,7 +214,9 @@ def section(payload: Mapping[str, Any]) -> str:
         "## Peers",
         "",
         f"Karpenter's scheduler, the upstream CAPI provider's rule and cluster-autoscaler on the same "
-        f"workloads, measured by `bench.peers` in this run ({machine['date']}). How each peer runs, the "
+        f"workloads, measured side by side with kapstan by `bench.peers` on {machine['date']} (`python -m "
+        "bench.run --peers` measures them after the engines; with `--render-only` this section comes from "
+        "`peers.json`). How each peer runs, the "
         "per-workload tables and the plots (`peers_time.png`, `peers_cost.png`): [PEERS.md](PEERS.md).",
         "",
     ]
