@@ -105,6 +105,16 @@ async def _wait_condition(
     return seen["obj"]
 
 
+async def _wait_warnings(client: Client, obj: Object, reasons: list[str]) -> None:
+    """Wait until the Warning Events on ``obj`` have exactly ``reasons``, in order."""
+
+    async def check() -> bool:
+        warnings = [e for e in await list_events(client, obj) if e["type"] == "Warning"]
+        return [e["reason"] for e in warnings] == reasons
+
+    await eventually(f"Warning Events {reasons} on {obj['metadata']['name']}", check)
+
+
 def test_a_nodepool_without_its_nodeclass_is_not_ready_until_the_nodeclass_appears(sandbox: Sandbox) -> None:
     async def scenario() -> None:
         client = await connect(sandbox)
@@ -135,8 +145,8 @@ def test_a_nodepool_without_its_nodeclass_is_not_ready_until_the_nodeclass_appea
                 assert _condition(found, "Ready")["status"] == "False"
                 assert _condition(found, "NodeRegistrationHealthy") == healthy
                 assert found["status"]["resources"] == {"nodes": "0"}
-                warnings = [e for e in await list_events(client, found) if e["type"] == "Warning"]
-                assert [e["reason"] for e in warnings] == ["NodeClassNotFound"]
+                # The Event is sent after the status patch, so it may trail the condition.
+                await _wait_warnings(client, found, ["NodeClassNotFound"])
 
                 await made.create(NODECLASSES, _node_class(class_name))
                 node_class = await _wait_condition(client, NODECLASSES, class_name, "Ready", "True")
