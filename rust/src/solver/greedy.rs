@@ -1,4 +1,4 @@
-//! The greedy placement (twin of `greedy.py`): pods in a fixed shuffled order onto existing nodes, open claims, then
+//! The greedy placement (twin of `greedy.py`): pods biggest first, CPU-heavy and memory-heavy interleaved, onto existing nodes, open claims, then
 //! a new claim from the heaviest NodePool; preferences relaxed one at a time; failed pods retried while
 //! a round places something.
 
@@ -83,10 +83,42 @@ pub struct Addition {
     replacing: Option<Rc<Flavor>>,
 }
 
-/// The order the greedy pass takes pods in: a fixed shuffle (CRC-32 of the pod's key), as in Python.
-pub fn placement_order(pod: &Pod) -> (u32, String) {
-    let key = pod.key();
-    (crc32fast::hash(key.as_bytes()), key)
+/// The order the greedy pass takes pods in, as in Python: biggest first, alternating between CPU-heavy
+/// and memory-heavy pods so that the running totals keep the batch's own CPU to memory ratio; nodes
+/// filled in that order end full in both resources. Sizes are shares of the batch's totals, compared in
+/// exact integers.
+pub fn placement_sequence(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
+    let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
+    let memory_of = |id: usize| i128::from(res::get(&pods[id].requests, MEMORY));
+    let cpu: i128 = ids.iter().map(|&id| cpu_of(id)).sum();
+    let memory: i128 = ids.iter().map(|&id| memory_of(id)).sum();
+    let size = |id: usize| {
+        let share = cpu_of(id) * memory + memory_of(id) * cpu;
+        let key = pods[id].key();
+        (-share, crc32fast::hash(key.as_bytes()), key)
+    };
+    let (mut cpu_heavy, mut memory_heavy): (Vec<usize>, Vec<usize>) = ids
+        .iter()
+        .partition(|&&id| cpu_of(id) * memory >= memory_of(id) * cpu);
+    cpu_heavy.sort_by_cached_key(|&id| size(id));
+    memory_heavy.sort_by_cached_key(|&id| size(id));
+    let mut out = Vec::with_capacity(ids.len());
+    let (mut taken_cpu, mut taken_memory) = (0i128, 0i128);
+    let (mut i, mut j) = (0, 0);
+    while i < cpu_heavy.len() || j < memory_heavy.len() {
+        let ahead_in_cpu = taken_cpu * memory > taken_memory * cpu;
+        let id = if j < memory_heavy.len() && (i == cpu_heavy.len() || ahead_in_cpu) {
+            j += 1;
+            memory_heavy[j - 1]
+        } else {
+            i += 1;
+            cpu_heavy[i - 1]
+        };
+        out.push(id);
+        taken_cpu += cpu_of(id);
+        taken_memory += memory_of(id);
+    }
+    out
 }
 
 /// Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors.
@@ -905,8 +937,7 @@ impl<'s> Scheduler<'s> {
     }
 
     pub fn schedule(&mut self) -> HashMap<usize, String> {
-        let mut pending = self.pending.clone();
-        pending.sort_by_cached_key(|&p| placement_order(&self.pods[p]));
+        let mut pending = placement_sequence(&self.pods, &self.pending);
         let mut failures = HashMap::default();
         while !pending.is_empty() {
             failures = HashMap::default();
