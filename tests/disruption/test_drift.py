@@ -49,16 +49,22 @@ def test_requirements_drift_checks_the_labels_the_claim_carries() -> None:
     assert requirements_drift(made, [{"key": "example.com/team", "operator": "In", "values": ["a"]}]) == ""
 
 
-def _md(bootstrap: str = "workers-v2", infrastructure: str = "c3-8", version: str = "v1.33.0") -> dict:
+def _md(
+    bootstrap: str = "workers-v2",
+    infrastructure: str = "c3-8",
+    version: str = "v1.33.0",
+    strategy: str = "OnDelete",
+) -> dict:
     return {
         "spec": {
+            "rollout": {"strategy": {"type": strategy}},
             "template": {
                 "spec": {
                     "version": version,
                     "bootstrap": {"configRef": {"name": bootstrap}},
                     "infrastructureRef": {"name": infrastructure},
                 }
-            }
+            },
         }
     }
 
@@ -70,6 +76,14 @@ def test_capi_drift_compares_what_the_machine_was_cloned_from_with_the_md_now() 
     assert capi_drift(machine, _md(), "workers-v2", "c3-8-old") == "InfrastructureTemplateDrifted"
     assert capi_drift(machine, _md(version="v1.34.0"), "workers-v2", "c3-8") == "KubernetesVersionDrifted"
     assert capi_drift(machine, _md(), None, None) == ""
+
+
+def test_capi_drift_leaves_a_rolling_update_md_to_capi() -> None:
+    machine = {"spec": {"version": "v1.33.0"}}
+    rolling = _md(version="v1.34.0", strategy="RollingUpdate")
+    assert capi_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
+    del rolling["spec"]["rollout"]  # RollingUpdate is CAPI's default
+    assert capi_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
 
 
 def test_expiration_counts_from_creation_and_never_never_expires() -> None:

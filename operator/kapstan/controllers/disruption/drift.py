@@ -3,8 +3,9 @@ today, and has it lived past ``expireAfter``?
 
 Drift has three sources. The NodePool's template changed (its hash, versioned so that a new hashing
 scheme does not call every node drifted). The claim's labels no longer satisfy the pool's requirements.
-Or CAPI drift: the Machine was made from another bootstrap or infrastructure template than its MD uses
-now (a new KubeadmConfigTemplate revision, a new machine template), or for another Kubernetes version.
+Or CAPI drift, on MDs whose rollout strategy is ``OnDelete``: the Machine was made from another bootstrap
+or infrastructure template than its MD uses now (a new KubeadmConfigTemplate revision, a new machine
+template), or for another Kubernetes version.
 CAPI records what a Machine was cloned from (``cluster.x-k8s.io/cloned-from-name`` on its bootstrap
 config and infrastructure machine); the controller reads those and passes them in.
 
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from kapstan.capi import contract as c
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.provisioner import (
     NODEPOOL_HASH_ANNOTATION,
@@ -78,7 +80,13 @@ def capi_drift(
     machine: Object, md: Object, bootstrap_from: str | None, infrastructure_from: str | None
 ) -> str:
     """The Machine against its MD's template now. ``*_from`` are the templates the Machine's bootstrap
-    config and infrastructure machine were cloned from (None when unknown: no drift claimed)."""
+    config and infrastructure machine were cloned from (None when unknown: no drift claimed).
+
+    Only an ``OnDelete`` MD's Machines drift: with ``RollingUpdate`` CAPI replaces outdated Machines by
+    itself, and a kapstan replacement would race it (CAPI refuses nothing, kapstan refuses to delete from
+    an MD that is rolling out, so the command would fail and roll back over and over)."""
+    if not c.on_delete(md):
+        return ""
     template = md.get("spec", {}).get("template", {}).get("spec", {})
     version = template.get("version")
     have = machine.get("spec", {}).get("version")
