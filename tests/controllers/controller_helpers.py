@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from kapstan.capi import contract as c
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.install.crds import crds
-from kapstan.kube.client import Client, Resource
+from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.local import Sandbox
 from kapstan.local import manifests as m
@@ -108,6 +108,37 @@ async def running(state: ClusterState, *controllers: Runnable) -> AsyncIterator[
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Cleanup:
+    """Cluster-scoped objects a test made, deleted (finalizers first) when it ends whatever happened."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.made: list[tuple[Resource, str]] = []
+
+    async def create(self, resource: Resource, body: Object) -> Object:
+        created = await self.client.create(resource, body)
+        self.made.append((resource, body["metadata"]["name"]))
+        return created
+
+    async def delete_all(self) -> None:
+        for resource, name in reversed(self.made):
+            try:
+                await self.client.patch(resource, name, {"metadata": {"finalizers": None}})
+                await self.client.delete(resource, name)
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+
+@asynccontextmanager
+async def cleanup(client: Client) -> AsyncIterator[Cleanup]:
+    made = Cleanup(client)
+    try:
+        yield made
+    finally:
+        await made.delete_all()
 
 
 def cluster_state(client: Client, ns: str) -> ClusterState:

@@ -7,19 +7,16 @@ names its own uniquely and deletes them at the end.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from controller_helpers import MD, cluster_state, connect, eventually, running, scale_to_zero, unique
+from controller_helpers import MD, cleanup, cluster_state, connect, eventually, running, scale_to_zero, unique
 from controller_helpers import standalone_pool as pool
 
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
-from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder, list_events
 from kapstan.kube.kinds import NODECLAIMS, NODECLASSES, NODEPOOLS
 from kapstan.local import Sandbox
@@ -53,36 +50,6 @@ def _node_class(name: str, price_table: tuple[str, str] | None = None) -> Object
         "metadata": {"name": name},
         "spec": spec,
     }
-
-
-class Cleanup:
-    """Cluster-scoped objects a test made, deleted when it ends whatever happened."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.made: list[tuple[Resource, str]] = []
-
-    async def create(self, resource: Resource, body: Object) -> Object:
-        created = await self.client.create(resource, body)
-        self.made.append((resource, body["metadata"]["name"]))
-        return created
-
-    async def delete_all(self) -> None:
-        for resource, name in reversed(self.made):
-            try:
-                await self.client.delete(resource, name)
-            except ApiError as error:
-                if not error.not_found:
-                    raise
-
-
-@asynccontextmanager
-async def _cleanup(client: Client) -> AsyncIterator[Cleanup]:
-    cleanup = Cleanup(client)
-    try:
-        yield cleanup
-    finally:
-        await cleanup.delete_all()
 
 
 def _condition(obj: Object, kind: str) -> dict[str, Any]:
@@ -120,7 +87,7 @@ def test_a_nodepool_without_its_nodeclass_is_not_ready_until_the_nodeclass_appea
         client = await connect(sandbox)
         ns = await pool(client, "pool-status")
         pool_name, class_name = unique("status-pool"), unique("status-class")
-        async with _cleanup(client) as made:
+        async with cleanup(client) as made:
             await made.create(NODEPOOLS, _node_pool(pool_name, class_name))
             # The lifecycle controller's condition, which the status controller must keep.
             healthy = {
@@ -172,7 +139,7 @@ def test_a_nodeclass_whose_price_table_is_missing_or_invalid_is_not_ready(sandbo
         client = await connect(sandbox)
         ns = await pool(client, "price-table")
         pool_name, class_name, table = unique("priced-pool"), unique("priced-class"), unique("prices")
-        async with _cleanup(client) as made:
+        async with cleanup(client) as made:
             await made.create(NODECLASSES, _node_class(class_name, (ns, table)))
             await made.create(NODEPOOLS, _node_pool(pool_name, class_name))
             state = cluster_state(client, ns)
@@ -209,7 +176,7 @@ def test_nodepool_resources_sum_its_nodeclaims_and_a_bad_pool_fails_validation(s
         ns = await pool(client, "resources")
         class_name = unique("res-class")
         pool_name, bad_name, claim_name = unique("res-pool"), unique("res-bad"), unique("res-claim")
-        async with _cleanup(client) as made:
+        async with cleanup(client) as made:
             await made.create(NODECLASSES, _node_class(class_name))
             await made.create(NODEPOOLS, _node_pool(pool_name, class_name))
             # The CRD admits a negative quantity; Karpenter's validation (and kapstan's parse) does not.
