@@ -12,7 +12,15 @@ from test_consolidation import C4, C8, GB, _candidate, _half_used, _node, _solve
 from builders import make_nodepool, make_pod, snapshot
 from kapstan.api.karpenter import Budget
 from kapstan.controllers.disruption.consolidation import DELETE, REPLACE, MinSaving
-from kapstan.controllers.disruption.methods import DRIFTED, EMPTY, UNDERUTILIZED, Observed, choose, recheck
+from kapstan.controllers.disruption.methods import (
+    DRIFTED,
+    EMPTY,
+    UNDERUTILIZED,
+    Observed,
+    blocked_by_budgets,
+    choose,
+    recheck,
+)
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
@@ -69,6 +77,25 @@ def test_the_default_budget_takes_one_of_four_and_blocked_nodes_are_never_chosen
     assert choose(_observed(blocked, snap), _solver(engine), MinSaving(), 10.0) is None
     zero = _observed(candidates, snap, budgets={"pool": [Budget(nodes="0")]})
     assert choose(zero, _solver(engine), MinSaving(), 10.0) is None
+
+
+def test_a_budget_that_blocks_a_reason_some_node_would_go_for_is_reported() -> None:
+    snap, candidates = _half_used()
+    empty = replace(candidates[0], claim="empty", pods=())
+    drifted = {candidates[1].claim: "NodePoolDrifted"}
+    nodes = [empty, *candidates[1:]]
+    # 0 nodes for Empty and Drifted, any for Underutilized: both blocked reasons, the open one not.
+    budgets = [Budget(nodes="0", reasons=("Empty", "Drifted")), Budget(nodes="100%")]
+    seen = _observed(nodes, snap, budgets={"pool": budgets}, drifted=drifted)
+    assert blocked_by_budgets(seen) == {"pool": [DRIFTED, EMPTY]}
+    # No budget of 0: nothing to report; and a quiet pool (nothing to disrupt) is never reported.
+    assert blocked_by_budgets(_observed(nodes, snap, drifted=drifted)) == {}
+    quiet = [replace(c, consolidatable=False) for c in candidates]
+    assert blocked_by_budgets(_observed(quiet, snap, budgets={"pool": [Budget(nodes="0")]})) == {}
+    # Underutilized counts only where the policy consolidates underutilized nodes.
+    everything = _observed(candidates, snap, budgets={"pool": [Budget(nodes="0")]})
+    assert blocked_by_budgets(everything) == {"pool": [UNDERUTILIZED]}
+    assert blocked_by_budgets(replace(everything, policies={"pool": "WhenEmpty"})) == {}
 
 
 def test_recheck_keeps_a_decision_that_still_holds_and_drops_one_that_does_not(engine: str) -> None:

@@ -440,6 +440,10 @@ def test_a_zero_budget_blocks_and_a_scheduled_one_only_inside_its_window(e2e: E2
     e2e(asyncio.sleep(30))
     claims = e2e(run.claims())
     assert len(claims) == 2 and not any(cl["metadata"].get("deletionTimestamp") for cl in claims)
+    pool_events = e2e(list_events(run.clients[0], e2e(run.clients[0].get(NODEPOOLS, run.pool))))
+    assert [e["message"] for e in pool_events if e["reason"] == "DisruptionBlocked"] == [
+        "No allowed disruptions for reason Empty: blocked by the budgets"
+    ]
 
     # Now 0 only inside a one-minute window (the CRD takes whole minutes) that opened this minute, set
     # while at least 40 s of it remain: without the window the node would go within ~25 s.

@@ -45,11 +45,13 @@ from kapstan.controllers.disruption.candidates import (
 from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision, MinSaving
 from kapstan.controllers.disruption.methods import (
+    BUDGET_REASON,
     DRIFTED,
     EMPTY,
     EXPIRED,
     UNDERUTILIZED,
     Observed,
+    blocked_by_budgets,
     choose,
     recheck,
 )
@@ -269,6 +271,11 @@ class Disruption:
     ) -> tuple[str, Decision] | None:
         """The one command worth acting on now, or, with ``only``, that command re-checked."""
         seen = await self._observe(pools, now, announce=announce)
+        if announce:
+            for pool, reasons in blocked_by_budgets(seen).items():
+                for reason in reasons:
+                    why = f"No allowed disruptions for reason {BUDGET_REASON[reason]}: blocked by the budgets"
+                    await self.events.emit(pools.raw[pool], "Normal", "DisruptionBlocked", why)
         if only is not None:
             return await asyncio.to_thread(
                 recheck, seen, only[0], only[1], self._solve, self.options.min_saving

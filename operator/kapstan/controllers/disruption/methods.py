@@ -107,6 +107,27 @@ def choose(
     return None
 
 
+def blocked_by_budgets(seen: Observed) -> dict[str, list[str]]:
+    """NodePool to the reasons its budgets allow no disruption for right now, counting only reasons some
+    free node of the pool would otherwise be disrupted for (so a quiet pool is not reported)."""
+    out: dict[str, list[str]] = {}
+    for c in seen.candidates:
+        if c.blocked:
+            continue
+        reasons = []
+        if c.empty and c.consolidatable:
+            reasons.append(EMPTY)
+        if c.claim in seen.drifted:
+            reasons.append(DRIFTED)
+        if not c.empty and c.consolidatable and seen.policies.get(c.pool) == UNDERUTILIZED_POLICY:
+            reasons.append(UNDERUTILIZED)
+        for reason in reasons:
+            found = out.setdefault(c.pool, [])
+            if reason not in found and seen.allowed(c.pool, reason) == 0:
+                found.append(reason)
+    return {pool: sorted(reasons) for pool, reasons in sorted(out.items()) if reasons}
+
+
 def recheck(
     seen: Observed, reason: str, before: Decision, solve: Solve, min_saving: MinSaving
 ) -> tuple[str, Decision] | None:
