@@ -107,7 +107,8 @@ class Provisioner:
         self.state = state
         self.events = events
         self.engine = engine
-        self.batcher = Batcher(window or BatchWindow(), clock)
+        self.window = window or BatchWindow()
+        self.batcher = Batcher(self.window, clock)
         self._pending: set[str] = set()
         """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
         state.pods.add_handler(self._on_pod)
@@ -203,6 +204,12 @@ class Provisioner:
                 (key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
                 for key in claim.pods
             ]
+        # Pods planned onto nodes that exist (or are launching) bind there by themselves: keep those
+        # nodes from disruption until then, two batch windows as Karpenter does.
+        self.state.nominations.nominate(plan.existing_nodes, 2 * self.window.maximum)
+        for node, keys in plan.existing_nodes.items():
+            kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
+            notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
         notes += [
             (key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
             for key, reason in plan.unschedulable.items()

@@ -25,6 +25,7 @@ from kapstan.api.manifests import Manifests
 from kapstan.capi import contract as c
 from kapstan.capi.provider import NODECLAIM_ANNOTATION
 from kapstan.catalog import FlavorSource
+from kapstan.controllers.nominations import Nominations
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.kube.informer import Informer
@@ -150,6 +151,7 @@ class ClusterState:
         self.workload = workload
         self.management = management
         self.cluster = cluster
+        self.nominations = Nominations()
         self.pods = Informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
         self.nodes = Informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
         self.daemonsets = Informer(workload, DAEMONSETS)

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -325,6 +325,11 @@ class Disruption:
                 last_pod_event=self._last_pod_event.get(node["metadata"]["name"]),
                 now=now,
             )
+            nominated = [
+                n for n in (node["metadata"]["name"], meta["name"]) if self.state.nominations.active(n)
+            ]
+            if nominated and not found.blocked:
+                found = replace(found, blocked=f"{nominated[0]} is nominated for pending pods")
             candidates.append(found)
             if not found.consolidatable and found.consolidatable_at is not None:
                 self._next = min(self._next or found.consolidatable_at, found.consolidatable_at)
