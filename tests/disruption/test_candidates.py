@@ -6,14 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from disruption_helpers import T0, claim, node, pdb, pod
 
-from kapstan.controllers.disruption.candidates import (
-    blocker,
-    candidate,
-    consolidatable,
-    do_not_disrupt,
-    price_of,
-    reschedulable,
-)
+from kapstan.controllers.disruption.candidates import blocker, candidate, consolidatable, price_of
+from kapstan.controllers.pods import do_not_disrupt, reschedulable
 
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 

@@ -486,17 +486,22 @@ def test_an_expired_node_goes_and_a_blocked_drain_ends_at_the_termination_grace_
     e2e(run.setup(article.standalone(ns, run.cluster, {"pool": "c3-4"}), []))
     template = {"expireAfter": "1m", "terminationGracePeriod": "30s"}
     e2e(run.clients[0].patch(NODEPOOLS, run.pool, {"spec": {"template": {"spec": template}}}))
-    # One replica under a PDB that allows no eviction: only the grace period can move it.
-    e2e(apply(run.clients[0], [_pdb("app", ns, "app", 1), article.deployment("app", ns, run.id, 1, "500m")]))
+    # One replica under a PDB that allows no eviction, and one the drain must not evict at all
+    # (do-not-disrupt): only the grace period can move them.
+    held = article.deployment("held", ns, run.id, 1, "500m")
+    held["spec"]["template"]["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
+    app = article.deployment("app", ns, run.id, 1, "500m")
+    e2e(apply(run.clients[0], [_pdb("app", ns, "app", 1), app, held]))
     run.start_operator()
 
     async def running() -> bool:
-        return await run.running_pods("app") == 1
+        return await run.running_pods("app") == 1 and await run.running_pods("held") == 1
 
-    e2e(run.wait_for("the app pod Running", running, 180))
+    e2e(run.wait_for("the app and held pods Running", running, 180))
     [first] = e2e(run.claims())
     assert first["spec"]["expireAfter"] == "1m"
     [pod] = e2e(_pods(run, "app"))
+    [held_pod] = e2e(_pods(run, "held"))
 
     async def expired() -> bool:
         claims = {cl["metadata"]["name"]: cl for cl in await run.claims()}
@@ -507,14 +512,17 @@ def test_an_expired_node_goes_and_a_blocked_drain_ends_at_the_termination_grace_
     e2e(run.wait_for("the NodeClaim expired", expired, 120))
 
     async def moved() -> bool:
-        pods = await _pods(run, "app")
-        return (
-            len(pods) == 1
-            and pods[0]["metadata"]["uid"] != pod["metadata"]["uid"]
-            and pods[0].get("status", {}).get("phase") == "Running"
-        )
+        for name, before in (("app", pod), ("held", held_pod)):
+            pods = await _pods(run, name)
+            if not (
+                len(pods) == 1
+                and pods[0]["metadata"]["uid"] != before["metadata"]["uid"]
+                and pods[0].get("status", {}).get("phase") == "Running"
+            ):
+                return False
+        return True
 
-    e2e(run.wait_for("the pod Running on a new node after the grace period", moved, 180))
+    e2e(run.wait_for("both pods Running on a new node after the grace period", moved, 180))
 
     async def first_gone() -> bool:
         return first["metadata"]["name"] not in {cl["metadata"]["name"] for cl in await run.claims()}
@@ -527,3 +535,6 @@ def test_an_expired_node_goes_and_a_blocked_drain_ends_at_the_termination_grace_
     events = e2e(list_events(run.clients[0], pod))
     assert "EvictionBlocked" in {event["reason"] for event in events}
     assert "TerminationGracePeriodExpired" in {event["reason"] for event in events}
+    held_events = {event["reason"] for event in e2e(list_events(run.clients[0], held_pod))}
+    assert {"EvictionWaiting", "TerminationGracePeriodExpired"} <= held_events
+    assert "EvictionBlocked" not in held_events  # never evicted: the PDB does not cover it

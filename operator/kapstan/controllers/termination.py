@@ -9,18 +9,21 @@ MachineHealthCheck remediate). The finalizer comes off when the Machine is gone.
 
 A NodeClaim with ``terminationGracePeriod`` bounds the drain: once that long has passed since its
 deletion began, the pods still there are deleted instead of evicted, PodDisruptionBudgets or not (an
-expired node must go in the end, as in Karpenter).
+expired node must go in the end, as in Karpenter). Pods annotated ``karpenter.sh/do-not-disrupt`` are
+not evicted at all: the drain waits for them to end, or for that grace period.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kapstan.api.duration import parse_duration
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
 from kapstan.controllers.conditions import age_seconds
+from kapstan.controllers.pods import DO_NOT_DISRUPT, do_not_disrupt, drained
 from kapstan.controllers.provisioner import TERMINATION_FINALIZER
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
@@ -34,7 +37,10 @@ from kapstan.scheduling.model import NODEPOOL
 log = logging.getLogger(__name__)
 
 DISRUPTED_TAINT = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+DO_NOT_DISRUPT_WAIT = (
+    f"not evicted: annotated {DO_NOT_DISRUPT}; the node waits for it to end, or deletes it at its "
+    "terminationGracePeriod"
+)
 
 
 @dataclass(frozen=True)
@@ -109,11 +115,16 @@ class Terminator:
         forced = _grace_over(claim)
         remaining = 0
         for pod in self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"]):
-            if not _evictable(pod):
+            if not drained(pod):
                 continue
             remaining += 1
             if pod["metadata"].get("deletionTimestamp"):
                 continue  # leaving already
+            if not forced and do_not_disrupt(pod, datetime.now(UTC)):
+                # Karpenter's rule: such a pod is never evicted; it leaves when it ends, or is deleted
+                # once the claim's terminationGracePeriod is over.
+                await self.events.emit(pod, "Normal", "EvictionWaiting", DO_NOT_DISRUPT_WAIT)
+                continue
             meta = pod["metadata"]
             eviction = {
                 "apiVersion": "policy/v1",
@@ -173,13 +184,3 @@ def _grace_over(claim: Object) -> bool:
     except ValueError:
         return False
     return age_seconds(claim["metadata"].get("deletionTimestamp")) >= grace.total_seconds()
-
-
-def _evictable(pod: Object) -> bool:
-    """Pods a drain moves: not DaemonSet pods (they would come back), not static pods, not finished."""
-    meta = pod["metadata"]
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return False
-    if any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or []):
-        return False
-    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")

@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kapstan.api.duration import parse_duration
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.pods import DO_NOT_DISRUPT, do_not_disrupt, pod_key, reschedulable
 from kapstan.kube.client import Object
 from kapstan.scheduling.model import INSTANCE_TYPE, NODEPOOL, ZONE, LabelSelector, LabelSelectorRequirement
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 INITIALIZED = "Initialized"
 CONSOLIDATABLE = "Consolidatable"
 
@@ -55,20 +53,6 @@ class Candidate:
         return f"{self.claim} ({self.instance_type}, node {self.node}, {self.price:g}/h)"
 
 
-def reschedulable(pod: Object) -> bool:
-    """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished or going."""
-    meta = pod["metadata"]
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}) or meta.get("deletionTimestamp"):
-        return False
-    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or []):
-        return False
-    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
-
-
-def pod_key(pod: Object) -> str:
-    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-
-
 def selector_of(raw: Mapping[str, Any] | None) -> LabelSelector:
     """A ``metav1.LabelSelector`` as the solver's selector (an empty one matches every pod)."""
     raw = raw or {}
@@ -93,26 +77,6 @@ def pdb_blocks(pod: Object, pdbs: Iterable[Object]) -> str:
         if int(pdb.get("status", {}).get("disruptionsAllowed") or 0) <= 0:
             return f"PodDisruptionBudget {meta.get('namespace')}/{pdb['metadata']['name']} allows no eviction of pod {meta['name']}"
     return ""
-
-
-def do_not_disrupt(obj: Object, now: datetime) -> bool:
-    """``karpenter.sh/do-not-disrupt``: ``"true"`` protects; a duration protects for that long after the
-    pod started; anything else protects too (a typo must not expose a pod its owner meant to keep)."""
-    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT)
-    if value is None:
-        return False
-    if value.strip().lower() == "false":
-        return False
-    if value.strip().lower() == "true":
-        return True
-    try:
-        protected = parse_duration(value.strip())
-    except ValueError:
-        return True
-    started = cond.parse_time(
-        obj.get("status", {}).get("startTime") or obj["metadata"].get("creationTimestamp")
-    )
-    return started is None or started + protected > now
 
 
 def blocker(

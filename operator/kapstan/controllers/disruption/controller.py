@@ -38,9 +38,7 @@ from kapstan.controllers.disruption.candidates import (
     INITIALIZED,
     Candidate,
     candidate,
-    pod_key,
     price_of,
-    reschedulable,
 )
 from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision, MinSaving
@@ -55,6 +53,7 @@ from kapstan.controllers.disruption.methods import (
     choose,
     recheck,
 )
+from kapstan.controllers.pods import pod_key, reschedulable
 from kapstan.controllers.provisioner import PRICE_ANNOTATION, nodeclaim_manifest
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.controllers.termination import DISRUPTED_TAINT

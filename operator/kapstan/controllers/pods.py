@@ -1,0 +1,52 @@
+"""What a drain does with a pod, shared by disruption (what moving a node would move) and termination
+(what the drain evicts)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kapstan.api.duration import parse_duration
+from kapstan.controllers import conditions as cond
+from kapstan.kube.client import Object
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def drained(pod: Object) -> bool:
+    """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished."""
+    meta = pod["metadata"]
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return False
+    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or []):
+        return False
+    return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def reschedulable(pod: Object) -> bool:
+    """Pods a drain would move that are not already going."""
+    return drained(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def pod_key(pod: Object) -> str:
+    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+
+
+def do_not_disrupt(obj: Object, now: datetime) -> bool:
+    """``karpenter.sh/do-not-disrupt``: ``"true"`` protects; a duration protects for that long after the
+    pod started; anything else protects too (a typo must not expose a pod its owner meant to keep)."""
+    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT)
+    if value is None:
+        return False
+    if value.strip().lower() == "false":
+        return False
+    if value.strip().lower() == "true":
+        return True
+    try:
+        protected = parse_duration(value.strip())
+    except ValueError:
+        return True
+    started = cond.parse_time(
+        obj.get("status", {}).get("startTime") or obj["metadata"].get("creationTimestamp")
+    )
+    return started is None or started + protected > now
