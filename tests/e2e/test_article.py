@@ -74,14 +74,22 @@ def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(article_r
         exposition = scraped.read().decode()
     created = f'karpenter_nodeclaims_created_total{{nodepool="{run.pool}",reason="provisioned"}} 2.0'
     assert created in exposition
-    # Pods may run on a Ready node a moment before the claim records Initialized, so the order of those
-    # two is not asserted: the pods' last count is 2/2 and each claim's steps are on the timeline.
-    assert run.timeline is not None
-    texts = run.timeline.texts()
-    assert [text for text in texts if text.startswith("pods Running")][-1] == "pods Running 2/2"
-    for claim in claims:
-        for step in ("created", "Launched", "Registered", "Initialized"):
-            assert any(text.startswith(f"NodeClaim {claim['metadata']['name']} {step}") for text in texts)
+    # Pods may run on a Ready node a moment before the claim records Initialized, and the timeline polls:
+    # the order of those two is not asserted, only that the timeline ends up with every step.
+    timeline = run.timeline
+    assert timeline is not None
+    steps = [
+        f"NodeClaim {claim['metadata']['name']} {step}"
+        for claim in claims
+        for step in ("created", "Launched", "Registered", "Initialized")
+    ]
+
+    async def every_step_seen() -> bool:
+        return all(any(text.startswith(step) for text in timeline.texts()) for step in steps)
+
+    e2e(run.wait_for("every claim's steps on the timeline", every_step_seen, 10))
+    counts = [text for text in timeline.texts() if text.startswith("pods Running")]
+    assert counts[-1] == "pods Running 2/2"
 
 
 async def _claim_flavors(e2e: E2E) -> Counter[str]:
