@@ -99,16 +99,8 @@ class World:
         )
         status: dict[str, Any] = {"nodeName": node}
         if initialized is not None:
-            since = stamp(NOW - initialized)
-            status["conditions"] = [
-                {
-                    "type": "Initialized",
-                    "status": "True",
-                    "lastTransitionTime": since,
-                    "reason": "Initialized",
-                    "message": "",
-                }
-            ]
+            since = {"lastTransitionTime": stamp(NOW - initialized), "reason": "Initialized", "message": ""}
+            status["conditions"] = [{"type": "Initialized", "status": "True", **since}]
         await self.client.patch(NODECLAIMS, name, {"status": status}, subresource="status")
         if deleting:
             await self.client.delete(NODECLAIMS, name)
@@ -131,8 +123,8 @@ class World:
         return machine.ref.name
 
     def disruption(self, clock: FakeClock | None = None) -> Disruption:
-        options = DisruptionOptions()
-        return Disruption(self.state, self.events, options, clock=clock or FakeClock(), wall=lambda: NOW)
+        options, clock = DisruptionOptions(), clock or FakeClock()
+        return Disruption(self.state, self.events, options, clock=clock, wall=lambda: NOW)
 
     async def listed(self) -> None:
         """The informers synced, then stopped: the cache as a restarted operator first lists it."""
@@ -179,15 +171,8 @@ def _scenario(
                 }
                 template = {"nodeClassRef": CLASS_REF, "requirements": [FLAVOR], "expireAfter": "Never"}
                 spec = {"template": {"spec": template}, "disruption": disruption}
-                await made.create(
-                    NODEPOOLS,
-                    {
-                        "apiVersion": "karpenter.sh/v1",
-                        "kind": "NodePool",
-                        "metadata": {"name": pool},
-                        "spec": spec,
-                    },
-                )
+                manifest = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool}}
+                await made.create(NODEPOOLS, {**manifest, "spec": spec})
                 await body(World(client, ns, pool, made, cluster_state(client, ns), EventRecorder(client)))
         finally:
             await scale_to_zero(client, ns)
