@@ -10,9 +10,18 @@ import asyncio
 from typing import Any
 
 import pytest
-from controller_helpers import MD, cleanup, cluster_state, connect, eventually, running, scale_to_zero, unique
-from controller_helpers import standalone_pool as pool
 
+from controllers.controller_helpers import (
+    MD,
+    cleanup,
+    cluster_state,
+    connect,
+    eventually,
+    running,
+    scale_to_zero,
+    unique,
+)
+from controllers.controller_helpers import standalone_pool as pool
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints

@@ -11,7 +11,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from controller_helpers import (
+
+from controllers.controller_helpers import (
     CLUSTER,
     MANAGED,
     MD,
@@ -24,8 +25,7 @@ from controller_helpers import (
     scale_to_zero,
     unique,
 )
-from controller_helpers import standalone_pool as pool
-
+from controllers.controller_helpers import standalone_pool as pool
 from kapstan.capi import contract as c
 from kapstan.controllers.templatetaints import (
     REVISION_OF_ANNOTATION,

@@ -38,6 +38,7 @@ from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
+from kapstan.controllers.nominations import Nominations
 from kapstan.controllers.provisioner import TERMINATION_FINALIZER
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Client, Object
@@ -318,8 +319,45 @@ def test_a_zero_budget_keeps_an_empty_node(sandbox: Sandbox) -> None:
         assert conditions["Consolidatable"] == "True"
         assert not await w.deleting(idle)
         assert COMMAND_ANNOTATION not in await w.annotations(idle)
+        pool = await w.client.get(NODEPOOLS, w.pool)
+
+        async def pool_told() -> bool:
+            events = await list_events(w.client, pool)
+            return [(e["reason"], e["message"]) for e in events] == [
+                ("DisruptionBlocked", "No allowed disruptions for reason Empty: blocked by the budgets")
+            ]
+
+        await eventually("a DisruptionBlocked Event on the NodePool", pool_told)
 
     _scenario(sandbox, body, budgets=[{"nodes": "0"}])
+
+
+def test_a_nominated_empty_node_is_kept_until_the_nomination_lapses(sandbox: Sandbox) -> None:
+    async def body(w: World) -> None:
+        idle = unique("idle")
+        node = await w.launched(idle)
+        await w.claim(idle, node=node, initialized=timedelta(minutes=5))
+        clock = FakeClock()
+        w.state.nominations = Nominations(clock)
+        w.state.nominations.nominate([node], 20.0)  # the provisioner planned a pending pod onto it
+        disruption = w.disruption(clock)
+        async with running(w.state):
+            assert await disruption.reconcile() is False
+            [blocked] = await w.expect_events(idle, ["DisruptionBlocked"])
+            assert blocked["message"] == f"{node} is nominated for pending pods"
+            assert not await w.deleting(idle)
+            clock.advance(20.0)
+            task = asyncio.ensure_future(disruption.reconcile())
+
+            async def validating() -> bool:
+                return clock.sleepers == 1
+
+            await eventually("the decision to wait for the validation delay", validating)
+            clock.advance(15.0)
+            assert await task
+        assert await w.deleting(idle)
+
+    _scenario(sandbox, body)
 
 
 def test_a_replace_whose_replacements_do_not_initialize_in_time_is_rolled_back(sandbox: Sandbox) -> None:
