@@ -87,10 +87,6 @@ def _targets(verdicts: Sequence[Verdict]) -> list[str]:
     for v in verdicts:
         t = v.target
         lines.append(f"| **{v.status}** | {t.engine} | {t.workload} | {t.why} | {v.detail} |")
-    gaps = [v for v in verdicts if v.status == "MISS" and v.target.gap]
-    if gaps:
-        lines += ["", "Why a target is missed:", ""]
-        lines += [f"- {v.target.engine} on {v.target.workload}: {v.target.gap}" for v in gaps]
     return [*lines, ""]
 
 
