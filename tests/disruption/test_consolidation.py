@@ -96,6 +96,28 @@ def test_one_large_node_is_replaced_by_two_cheaper_small_ones(engine: str) -> No
     assert (decision.old_price, decision.new_price, decision.saving) == (0.5, 0.4, 0.1)
 
 
+def test_single_node_stops_once_no_cheaper_candidate_can_save_more(engine: str) -> None:
+    # The big node's pods fit on the two small ones: deleting it saves 0.5, more than either small
+    # node costs, so they are not even tried; with equal prices the search goes on.
+    big = _node("big", C8, make_pod("a", 1, GB))
+    small = [_node(f"s{i}", C4, make_pod(f"p{i}", 1, GB)) for i in range(2)]
+    snap = snapshot([], (C4, C8), (make_nodepool("pool"),), nodes=(big, *small))
+    tried: list[list[str]] = []
+
+    def counting(snapshot: Snapshot) -> Plan:
+        tried.append(sorted(p.key for p in snapshot.pods))
+        return scheduling.solve(snapshot, engine=engine)
+
+    candidates = [_candidate(big, 0.5), *(_candidate(n, 0.2) for n in small)]
+    decision = single_node(snap, candidates, {}, counting, MinSaving())
+    assert decision is not None and [c.claim for c in decision.candidates] == ["claim-big"]
+    assert decision.kind == DELETE and len(tried) == 1
+    tried.clear()
+    same = [_candidate(big, 0.2), *(_candidate(n, 0.2) for n in small)]
+    single_node(snap, same, {}, counting, MinSaving())
+    assert len(tried) == 3
+
+
 def test_a_replacement_that_saves_less_than_the_minimum_is_refused(engine: str) -> None:
     big = _node("big", C8, make_pod("a", 3, GB), make_pod("b", 3, GB))
     snap = snapshot([], (C4, C8), (make_nodepool("pool"),), nodes=(big,))

@@ -210,10 +210,15 @@ def single_node(
     *,
     deadline: float | None = None,
 ) -> Decision | None:
-    """The one candidate whose removal saves the most (Karpenter takes the first that saves anything)."""
+    """The one candidate whose removal saves the most (Karpenter takes the first that saves anything).
+
+    Removing a node saves at most its price, and candidates come dearest first: once a saving beats the
+    next candidate's price outright, no later candidate can win, so the search stops there."""
     best: Decision | None = None
     for one in sorted(candidates, key=lambda c: (-c.price, len(c.pods), c.claim)):
         if deadline is not None and time.monotonic() > deadline:
+            break
+        if best is not None and best.saving > one.price:
             break
         best = _better(best, evaluate(snapshot, [one], leaving, solve, min_saving))
     return best
