@@ -27,14 +27,20 @@ ignores them. As in kube-scheduler, topology domains are those of the nodes in t
 a zone spread can only spread over zones where a node already exists; CA's own documentation warns of
 this, and the validator reports the plans it produces.
 
-Only the cost is compared: this is Python, so its time says nothing about the Go original.
+Only the cost is compared: this is Python, so its time says nothing about the Go original. It is made
+fast enough for 20,000 pods x 1,200 node groups by bookkeeping that changes no decision: the predicates
+read per-domain counts kept as pods are placed (the spread minimum from a histogram of them); an
+estimate's nodes share one template, so only hostname-keyed checks differ between them, and a first fit
+resumes where the last alike pod's stopped (free room only shrinks and counts only grow during an
+estimate); the pod order is sorted once per template size; and node groups that differ only in a zone
+where no node exists yet are estimated once (the same estimate, and the tie-break picks the first).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +67,11 @@ from kapstan.scheduling.topology import matches_node, untolerated
 
 ENGINE = "cluster-autoscaler"
 MAX_NODES_PER_SCALEUP = 1000
+HOSTNAME_KEY = 0
+"""The index of kubernetes.io/hostname among the cluster's topology keys."""
+UNBOUNDED = 1 << 62
+SCAN_ROWS = 8
+"""Rows a first fit checks one by one before it masks the rest at once."""
 
 
 @dataclass(frozen=True)
@@ -83,9 +94,38 @@ class _Node:
     group: NodeGroup
     labels: dict[str, str]
     row: int
-    """Its row in the cluster's matrix of free resources."""
+    """Its row in the cluster's matrices of free resources and topology domains."""
+    domains: tuple[int, ...]
+    """Its domain id under each topology key (-1: no such label)."""
     pods: list[Pod] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
+
+
+Condition = tuple[int, int, int, int, bool]
+"""(counter, key, least, most, needs the key): a node passes when the counter's value in the node's domain of
+the key lies in [least, most], or when the node has no such label and the condition does not need it."""
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """What the predicates read of one pod, worked out once: ids of counters instead of selectors."""
+
+    pod: Pod
+    request: np.ndarray
+    needs: tuple[tuple[int, int], ...]
+    """(resource index, amount) of every non-zero request."""
+    static: tuple[object, ...]
+    """What the template check reads besides resources: node selector, required terms, tolerations."""
+    counted_in: tuple[int, ...]
+    """Counters that count this pod once placed: selectors that match it, its own anti-affinity terms."""
+    spread: tuple[tuple[int, int, int, int, bool], ...]
+    """DoNotSchedule constraints: (counter, key, max skew, min domains, domains filtered by node affinity)."""
+    affinity: tuple[tuple[int, int, bool], ...]
+    """Required affinity terms: (counter, key, the term selects the pod itself)."""
+    anti: tuple[tuple[int, int], ...]
+    """Its required anti-affinity terms: (counter, key); no matching pod may be in the node's domain."""
+    repelled: tuple[tuple[int, int], ...]
+    """Anti-affinity terms of any pod that select this one: (term counter, key), the symmetric check."""
 
 
 def node_groups(snapshot: Snapshot) -> list[NodeGroup]:
@@ -131,67 +171,136 @@ def node_groups(snapshot: Snapshot) -> list[NodeGroup]:
     return sorted(out, key=lambda g: g.name)
 
 
+@dataclass
+class _Saved:
+    """What a revert restores: an estimate changes nothing else of the nodes that were there before it."""
+
+    nodes: int
+    counts: np.ndarray
+    totals: list[int]
+    histograms: list[Counter[int] | None]
+    nodes_in: list[list[int]]
+    domain_count: list[int]
+
+
 class _Cluster:
     """The simulated cluster: upcoming nodes and their pods, with the counts the predicates need.
 
-    Changes are journaled so an estimate can fork and revert, as CA's ClusterSnapshot does.
+    Free resources are a matrix (one row a node) and topology counts a matrix (one row a counter, one column
+    a domain), so a first fit over many nodes is one vectorised mask. An estimate can fork and revert, as
+    CA's ClusterSnapshot does: it only adds nodes and puts pods on them, so a revert drops those nodes and
+    restores the counts saved at the fork.
     """
 
     def __init__(self, pods: list[Pod], groups: list[NodeGroup]) -> None:
         self.nodes: list[_Node] = []
-        # Free resources of every node, one row each: the resource check, which every predicate call
-        # starts with, becomes one vectorised comparison over the candidate nodes.
         names = sorted({r for p in pods for r in p.requests} | {r for g in groups for r in g.allocatable})
         self.resources = {name: i for i, name in enumerate(names)}
         self.free = np.zeros((64, len(names)), dtype=np.int64)
-        self.requests: dict[str, np.ndarray] = {}
-        self.admits: dict[object, bool] = {}
-        self._sids: dict[tuple[LabelSelector, tuple[str, ...], bool], int] = {}
-        self._allocatable: dict[str, np.ndarray] = {}
-        # Every selector any pod's required (anti-)affinity or spread constraint uses, with the topology
-        # keys it is counted under; counts[(selector id, key, domain)] = matching pods placed there.
-        self.selectors: dict[tuple[LabelSelector, tuple[str, ...], bool], int] = {}
-        self.keys: dict[int, set[str]] = {}
-        self.counts: Counter[tuple[int, str, str]] = Counter()
-        self.anti: dict[tuple[str, str], list[tuple[PodAffinityTerm, Pod]]] = {}
-        """Required anti-affinity terms of placed pods, by (topology key, domain): the symmetric check."""
-        self.anti_keys = {t.topology_key for p in pods for t in p.anti_affinity}
-        self.matching: dict[tuple[str, frozenset[tuple[str, str]]], list[int]] = {}
-        self.journal: list[tuple[_Node, Pod] | _Node] | None = None
+        terms = [t for p in pods for t in (*p.affinity, *p.anti_affinity)]
+        keys = {t.topology_key for t in terms} | {c.topology_key for p in pods for c in p.spread}
+        self.keys = [HOSTNAME, *sorted(keys - {HOSTNAME})]
+        self.key_index = {key: i for i, key in enumerate(self.keys)}
+        self.values: list[dict[str, int]] = [{} for _ in self.keys]
+        self.nodes_in: list[list[int]] = [[] for _ in self.keys]
+        """Per key, the number of nodes in each domain id."""
+        self.domain_count = [0 for _ in self.keys]
+        self.dom = np.full((64, len(self.keys)), -1, dtype=np.int64)
+        # Counters: a selector under one topology key (pods it matches, per domain), or an anti-affinity
+        # term (pods carrying it, per domain). Selector counters also keep how many domains hold each
+        # count, so the spread minimum over domains is read, not recomputed.
+        self.counter_ids: dict[tuple[tuple[object, ...], str], int] = {}
+        self.selectors: dict[tuple[LabelSelector, tuple[str, ...], bool], list[int]] = {}
+        self.anti_terms: dict[PodAffinityTerm, int] = {}
         for pod in pods:
             for term in (*pod.affinity, *pod.anti_affinity):
-                self._register(term.selector, term.namespaces, term.all_namespaces, term.topology_key)
+                self._selector(term.selector, term.namespaces, term.all_namespaces, term.topology_key)
             for c in pod.spread:
-                self._register(c.selector, (pod.namespace,), False, c.topology_key)
+                self._selector(c.selector, (pod.namespace,), False, c.topology_key)
+        for term in (t for p in pods for t in p.anti_affinity):
+            self.anti_terms.setdefault(term, self._counter(("anti", term), term.topology_key))
+        self.counter_key = [self.key_index[key] for _, key in self.counter_ids]
+        self.histograms: list[Counter[int] | None] = [
+            Counter() if kind[0] == "selector" else None for kind, _ in self.counter_ids
+        ]
+        self.key_selectors = [
+            [c for c, h in enumerate(self.histograms) if h is not None and self.counter_key[c] == k]
+            for k in range(len(self.keys))
+        ]
+        self.totals = [0 for _ in self.counter_ids]
+        self.counts = np.zeros((len(self.counter_ids), 64), dtype=np.int64)
+        self.admitted: dict[tuple[object, ...], bool] = {}
+        self._matching: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
+        ] = {}
+        self.profiles = [self._profile(p) for p in pods]
+        self.saved: _Saved | None = None
 
-    def _register(
+    def _counter(self, kind: tuple[object, ...], key: str) -> int:
+        return self.counter_ids.setdefault((kind, key), len(self.counter_ids))
+
+    def _selector(
         self, selector: LabelSelector, namespaces: tuple[str, ...], everywhere: bool, key: str
-    ) -> None:
-        sid = self.selectors.setdefault(
-            (selector, tuple(sorted(namespaces)), everywhere), len(self.selectors)
+    ) -> int:
+        identity = (selector, tuple(sorted(namespaces)), everywhere)
+        counter = self._counter(("selector", *identity), key)
+        ids = self.selectors.setdefault(identity, [])
+        if counter not in ids:
+            ids.append(counter)
+        return counter
+
+    # -- profiles -------------------------------------------------------------------------------------
+
+    def _profile(self, pod: Pod) -> _Profile:
+        request = self.vector(pod.requests)
+        counted, repelled = self._matches(pod)
+        own_anti = tuple(self.anti_terms[t] for t in pod.anti_affinity)
+        return _Profile(
+            pod,
+            request,
+            tuple((i, int(a)) for i, a in enumerate(request.tolist()) if a),
+            (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.tolerations),
+            counted + own_anti,
+            tuple(
+                (
+                    self._selector(c.selector, (pod.namespace,), False, c.topology_key),
+                    self.key_index[c.topology_key],
+                    c.max_skew,
+                    c.min_domains,
+                    c.node_affinity_policy == "Honor" and bool(pod.node_selector or pod.required_terms),
+                )
+                for c in pod.spread
+                if c.when_unsatisfiable == "DoNotSchedule"
+            ),
+            tuple(
+                (self._term_counter(t), self.key_index[t.topology_key], t.selects(pod.namespace, pod.labels))
+                for t in pod.affinity
+            ),
+            tuple((self._term_counter(t), self.key_index[t.topology_key]) for t in pod.anti_affinity),
+            repelled,
         )
-        self.keys.setdefault(sid, set()).add(key)
 
-    def sid(self, selector: LabelSelector, namespaces: tuple[str, ...], everywhere: bool) -> int:
-        key = (selector, namespaces, everywhere)
-        found = self._sids.get(key)
-        if found is None:
-            found = self._sids[key] = self.selectors[(selector, tuple(sorted(namespaces)), everywhere)]
-        return found
+    def _term_counter(self, term: PodAffinityTerm) -> int:
+        return self._selector(term.selector, term.namespaces, term.all_namespaces, term.topology_key)
 
-    def _selected_by(self, pod: Pod) -> list[int]:
+    def _matches(self, pod: Pod) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+        """Selector counters that count the pod, and anti-affinity terms that repel it (by labels)."""
         key = (pod.namespace, frozenset(pod.labels.items()))
-        found = self.matching.get(key)
+        found = self._matching.get(key)
         if found is None:
-            found = [
-                sid
-                for (selector, namespaces, everywhere), sid in self.selectors.items()
+            counted = tuple(
+                c
+                for (selector, namespaces, everywhere), ids in self.selectors.items()
                 if (everywhere or pod.namespace in namespaces) and selector.matches(pod.labels)
-            ]
-            self.matching[key] = found
+                for c in ids
+            )
+            repelled = tuple(
+                (c, self.key_index[t.topology_key])
+                for t, c in self.anti_terms.items()
+                if t.selects(pod.namespace, pod.labels)
+            )
+            found = self._matching[key] = (counted, repelled)
         return found
-
-    # -- changes --------------------------------------------------------------------------------------
 
     def vector(self, amounts: Mapping[str, int]) -> np.ndarray:
         out = np.zeros(len(self.resources), dtype=np.int64)
@@ -199,152 +308,201 @@ class _Cluster:
             out[self.resources[name]] = amount
         return out
 
-    def request(self, pod: Pod) -> np.ndarray:
-        found = self.requests.get(pod.key)
-        if found is None:
-            found = self.requests[pod.key] = self.vector(pod.requests)
-        return found
+    # -- changes --------------------------------------------------------------------------------------
 
-    def allocatable(self, group: NodeGroup) -> np.ndarray:
-        found = self._allocatable.get(group.name)
-        if found is None:
-            found = self._allocatable[group.name] = self.vector(group.allocatable)
-        return found
-
-    def candidates(self, request: np.ndarray, start: int = 0) -> Iterator[_Node]:
-        """Nodes from `start` on with room for `request`, in order (first fit)."""
-        rows = np.flatnonzero((self.free[start : len(self.nodes)] >= request).all(axis=1))
-        return (self.nodes[start + i] for i in rows.tolist())
-
-    def add_node(self, group: NodeGroup) -> _Node:
+    def add_node(self, group: NodeGroup, allocatable: np.ndarray) -> _Node:
         row = len(self.nodes)
         if row == len(self.free):
             self.free = np.concatenate([self.free, np.zeros_like(self.free)])
-        self.free[row] = self.vector(group.allocatable)
-        node = _Node(group, {**group.labels, HOSTNAME: f"ca-{row}"}, row)
+            self.dom = np.concatenate([self.dom, np.full_like(self.dom, -1)])
+        labels = {**group.labels, HOSTNAME: f"ca-{row}"}
+        domains = tuple(self._enter(k, labels.get(key)) for k, key in enumerate(self.keys))
+        self.free[row] = allocatable
+        self.dom[row] = domains
+        node = _Node(group, labels, row, domains)
         self.nodes.append(node)
-        if self.journal is not None:
-            self.journal.append(node)
         return node
 
-    def add_pod(self, node: _Node, pod: Pod, sign: int = 1) -> None:
-        for name, amount in pod.requests.items():
-            self.free[node.row, self.resources[name]] -= sign * amount
-        for sid in self._selected_by(pod):
-            for key in self.keys[sid]:
-                domain = node.labels.get(key)
-                if domain is not None:
-                    self.counts[(sid, key, domain)] += sign
-        for term in pod.anti_affinity:
-            domain = node.labels.get(term.topology_key)
-            if domain is not None:
-                entries = self.anti.setdefault((term.topology_key, domain), [])
-                if sign > 0:
-                    entries.append((term, pod))
-                else:
-                    entries.pop()  # undone last-in first-out
-        if sign > 0:
-            node.pods.append(pod)
-            node.ports.extend(pod.host_ports)
-            if self.journal is not None:
-                self.journal.append((node, pod))
-        else:
-            # Reverts undo the journal backwards, so the pod is the node's last one.
-            assert node.pods[-1] is pod
-            node.pods.pop()
-            del node.ports[len(node.ports) - len(pod.host_ports) :]
+    def _enter(self, key: int, value: str | None) -> int:
+        """The domain id of a new node's label; a domain that gets its first node joins the histograms."""
+        if value is None:
+            return -1
+        values, nodes_in = self.values[key], self.nodes_in[key]
+        # Ids outlive reverts (a hostname comes back with its row), so the lists may be shorter.
+        domain = values.setdefault(value, len(values))
+        nodes_in.extend([0] * (domain + 1 - len(nodes_in)))
+        if domain >= self.counts.shape[1]:
+            self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)], axis=1)
+        nodes_in[domain] += 1
+        if nodes_in[domain] == 1:
+            self.domain_count[key] += 1
+            for c in self.key_selectors[key]:
+                self._histogram(c, None, int(self.counts[c, domain]))
+        return domain
+
+    def _histogram(self, counter: int, old: int | None, new: int | None) -> None:
+        histogram = self.histograms[counter]
+        assert histogram is not None
+        if old is not None:
+            histogram[old] -= 1
+            if not histogram[old]:
+                del histogram[old]
+        if new is not None:
+            histogram[new] += 1
+
+    def add_pod(self, node: _Node, profile: _Profile) -> None:
+        self.free[node.row] -= profile.request
+        for c in profile.counted_in:
+            domain = node.domains[self.counter_key[c]]
+            if domain < 0:
+                continue
+            old = int(self.counts[c, domain])
+            self.counts[c, domain] = old + 1
+            self.totals[c] += 1
+            if self.histograms[c] is not None:
+                self._histogram(c, old, old + 1)
+        node.pods.append(profile.pod)
+        node.ports.extend(profile.pod.host_ports)
 
     def fork(self) -> None:
-        self.journal = []
+        self.saved = _Saved(
+            len(self.nodes),
+            self.counts.copy(),
+            list(self.totals),
+            [None if h is None else h.copy() for h in self.histograms],
+            [list(n) for n in self.nodes_in],
+            list(self.domain_count),
+        )
 
     def revert(self) -> None:
-        assert self.journal is not None
-        for entry in reversed(self.journal):
-            if isinstance(entry, _Node):
-                # Nodes are added at the end and undone last-in first-out.
-                assert self.nodes[-1] is entry
-                self.nodes.pop()
-            else:
-                self.add_pod(entry[0], entry[1], sign=-1)
-        self.journal = None
+        saved = self.saved
+        assert saved is not None
+        del self.nodes[saved.nodes :]
+        self.counts, self.totals, self.histograms = saved.counts, saved.totals, saved.histograms
+        self.nodes_in, self.domain_count = saved.nodes_in, saved.domain_count
+        self.saved = None
 
     def commit(self) -> None:
-        self.journal = None
+        self.saved = None
 
     # -- predicates -----------------------------------------------------------------------------------
 
-    def prefilter(self, pod: Pod) -> list[tuple[int, str, int, int]]:
-        """Per DoNotSchedule spread constraint: (selector id, key, max skew, minimum over domains), as
-        kube-scheduler's PreFilter computes once per pod. Domains are the keys' values on the nodes that
+    def admits(self, profile: _Profile, group: NodeGroup, allocatable: np.ndarray) -> bool:
+        """What an empty template node can tell: labels, taints, room for the pod alone. Cached per pod
+        spec and group: the workloads have thousands of alike pods."""
+        key = (profile.static, profile.needs, group.name)
+        admitted = self.admitted.get(key)
+        if admitted is None:
+            pod = profile.pod
+            admitted = self.admitted[key] = (
+                matches_node(pod, group.labels)
+                and untolerated(pod.tolerations, group.taints, prefer=False) is None
+                and bool((profile.request <= allocatable).all())
+            )
+        return admitted
+
+    def conditions(self, profile: _Profile) -> list[Condition] | None:
+        """The pod's topology predicates against the current counts, as conditions on a node's domains;
+        None when no node can pass (a required affinity that nothing matches and the pod cannot start).
+        The spread minimum is kube-scheduler's PreFilter: the least count over the domains of nodes that
         match the pod's node affinity (nodeAffinityPolicy Honor)."""
-        out: list[tuple[int, str, int, int]] = []
-        for c in pod.spread:
-            if c.when_unsatisfiable != "DoNotSchedule":
-                continue
-            sid = self.sid(c.selector, (pod.namespace,), False)
-            unfiltered = c.node_affinity_policy == "Ignore" or not (pod.node_selector or pod.required_terms)
-            eligible = self.nodes if unfiltered else [n for n in self.nodes if matches_node(pod, n.labels)]
-            domains = {n.labels[c.topology_key] for n in eligible if c.topology_key in n.labels}
-            counts = [self.counts.get((sid, c.topology_key, d), 0) for d in domains]
-            minimum = min(counts) if counts and len(domains) >= c.min_domains else 0
-            out.append((sid, c.topology_key, c.max_skew, minimum))
+        out: list[Condition] = []
+        for counter, key, skew, min_domains, filtered in profile.spread:
+            minimum = self._minimum(profile, counter, key, min_domains, filtered)
+            out.append((counter, key, 0, minimum + skew - 1, True))
+        for counter, key, itself in profile.affinity:
+            if self.totals[counter]:
+                out.append((counter, key, 1, UNBOUNDED, True))
+            elif itself:
+                # kube-scheduler lets the first pod of a self-affine group in anywhere: no pod matches yet.
+                out.append((counter, key, 0, UNBOUNDED, True))
+            else:
+                return None
+        out.extend((counter, key, 0, 0, False) for counter, key in (*profile.anti, *profile.repelled))
         return out
 
-    def fits(self, pod: Pod, node: _Node, spread: list[tuple[int, str, int, int]]) -> bool:
-        """Every predicate but resources, which `candidates` checks."""
-        for port in pod.host_ports:
-            if any(port.conflicts(other) for other in node.ports):
-                return False
-        labels = node.labels
-        for sid, key, skew, minimum in spread:
-            domain = labels.get(key)
-            if domain is None or self.counts.get((sid, key, domain), 0) + 1 - minimum > skew:
-                return False
-        for term in pod.affinity:
-            sid = self.sid(term.selector, term.namespaces, term.all_namespaces)
-            domain = labels.get(term.topology_key)
-            if domain is None:
-                return False
-            if self.counts.get((sid, term.topology_key, domain), 0) == 0:
-                # kube-scheduler lets the first pod of a self-affine group in anywhere: no pod matches yet.
-                anywhere = any(
-                    self.counts.get((sid, term.topology_key, d), 0) for d in self._domains(term.topology_key)
-                )
-                if anywhere or not term.selects(pod.namespace, pod.labels):
-                    return False
-        for term in pod.anti_affinity:
-            domain = labels.get(term.topology_key)
-            sid = self.sid(term.selector, term.namespaces, term.all_namespaces)
-            if domain is not None and self.counts.get((sid, term.topology_key, domain), 0):
-                return False
-        for key in self.anti_keys:
-            entries = self.anti.get((key, labels.get(key, "")), ())
-            if any(t.selects(pod.namespace, pod.labels) for t, _ in entries):
+    def _minimum(self, profile: _Profile, counter: int, key: int, min_domains: int, filtered: bool) -> int:
+        if filtered:
+            eligible = [n for n in self.nodes if matches_node(profile.pod, n.labels)]
+            domains = {n.domains[key] for n in eligible if n.domains[key] >= 0}
+            counts = [int(self.counts[counter, d]) for d in domains]
+            return min(counts) if counts and len(domains) >= min_domains else 0
+        histogram = self.histograms[counter]
+        assert histogram is not None
+        present = self.domain_count[key]
+        return min(histogram) if present and present >= min_domains else 0
+
+    def fits(self, profile: _Profile, node: _Node, conditions: list[Condition]) -> bool:
+        """Every predicate of the pod on one node."""
+        return (
+            self._room(profile, node.row)
+            and self._holds(conditions, node)
+            and self._ports_free(profile, node)
+        )
+
+    def _room(self, profile: _Profile, row: int) -> bool:
+        free = self.free[row]
+        for i, amount in profile.needs:  # noqa: SIM110 - all() over a generator is slower on this hot path
+            if free[i] < amount:
                 return False
         return True
 
-    def _domains(self, key: str) -> set[str]:
-        return {n.labels[key] for n in self.nodes if key in n.labels}
+    def _holds(self, conditions: list[Condition], node: _Node) -> bool:
+        for counter, key, least, most, needed in conditions:
+            domain = node.domains[key]
+            if domain < 0:
+                if needed:
+                    return False
+            elif not least <= self.counts[counter, domain] <= most:
+                return False
+        return True
 
+    @staticmethod
+    def _ports_free(profile: _Profile, node: _Node) -> bool:
+        return not any(port.conflicts(other) for port in profile.pod.host_ports for other in node.ports)
 
-def _static_fit(cluster: _Cluster, pod: Pod, group: NodeGroup) -> bool:
-    """What an empty template node can tell: labels, taints, room for the pod alone. Labels and taints
-    are checked once per distinct pod signature and group (the bench has thousands of alike pods)."""
-    key = (tuple(sorted(pod.node_selector.items())), pod.required_terms, pod.tolerations, group.name)
-    admitted = cluster.admits.get(key)
-    if admitted is None:
-        admitted = cluster.admits[key] = (
-            matches_node(pod, group.labels)
-            and untolerated(pod.tolerations, group.taints, prefer=False) is None
-        )
-    return admitted and bool((cluster.request(pod) <= cluster.allocatable(group)).all())
+    def first_fit(self, profile: _Profile, conditions: list[Condition], start: int = 0) -> _Node | None:
+        """The first node from row `start` on where the pod fits, the whole range checked as one mask."""
+        end = len(self.nodes)
+        ok = (self.free[start:end] >= profile.request).all(axis=1)
+        for counter, key, least, most, needed in conditions:
+            domains = self.dom[start:end, key]
+            counts = self.counts[counter, np.maximum(domains, 0)]
+            ok &= np.where(domains < 0, not needed, (counts >= least) & (counts <= most))
+        for row in np.flatnonzero(ok).tolist():
+            node = self.nodes[start + row]
+            if self._ports_free(profile, node):
+                return node
+        return None
 
-
-def _score(pod: Pod, group: NodeGroup) -> float:
-    cpu, memory = group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0)
-    return (pod.requests.get(CPU, 0) / cpu if cpu else 0.0) + (
-        pod.requests.get(MEMORY, 0) / memory if memory else 0.0
-    )
+    def first_fit_new(
+        self, profile: _Profile, conditions: list[Condition], start: int, pointers: dict[object, int]
+    ) -> _Node | None:
+        """First fit among the nodes of one estimate (rows from `start` on), which share one template: they
+        differ only in hostname, so conditions under any other key are checked once, on the first of them.
+        For the rest, `pointers` keeps per pod shape the first row that may still fit: within an estimate
+        free resources only shrink and counts only grow, so a row that failed an upper bound stays failed.
+        """
+        end = len(self.nodes)
+        if start == end:
+            return None
+        shared = [c for c in conditions if c[1] != HOSTNAME_KEY]
+        if shared and not self._holds(shared, self.nodes[start]):
+            return None
+        per_node = [c for c in conditions if c[1] == HOSTNAME_KEY]
+        if any(least > 0 for _, _, least, _, _ in per_node):
+            return self.first_fit(profile, per_node, start)  # a lower bound: failed rows may pass later
+        shape = (profile.needs, profile.pod.host_ports, *per_node)
+        first = pointers.get(shape, start)
+        stop = min(first + SCAN_ROWS, end)
+        for row in range(first, stop):
+            node = self.nodes[row]
+            if self.fits(profile, node, per_node):
+                pointers[shape] = row
+                return node
+        found = self.first_fit(profile, per_node, stop) if stop < end else None
+        pointers[shape] = found.row if found is not None else end
+        return found
 
 
 @dataclass
@@ -354,35 +512,64 @@ class _Estimate:
     pods: list[Pod]
 
 
-def estimate(cluster: _Cluster, pods: list[Pod], group: NodeGroup) -> _Estimate:
+class _Orders:
+    """The estimator's pod order per template: decreasing cpu / node cpu + memory / node memory, ties in
+    pending order. It depends on the template's cpu and memory only, so flavors offered in several zones
+    share one sort."""
+
+    def __init__(self, pending: list[_Profile], cluster: _Cluster) -> None:
+        self.pending = pending
+        self.cpu = np.array([p.pod.requests.get(CPU, 0) for p in pending], dtype=np.float64)
+        self.memory = np.array([p.pod.requests.get(MEMORY, 0) for p in pending], dtype=np.float64)
+        self.cluster = cluster
+        self.allocatable: dict[str, np.ndarray] = {}
+        self.orders: dict[tuple[int, int], list[_Profile]] = {}
+
+    def of(self, group: NodeGroup) -> list[_Profile]:
+        cpu, memory = group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0)
+        found = self.orders.get((cpu, memory))
+        if found is None:
+            # Float division of exact integers, as `pod cpu / node cpu` in Python: the same scores.
+            score = (self.cpu / cpu if cpu else 0.0) + (self.memory / memory if memory else 0.0)
+            order = np.argsort(-score, kind="stable").tolist()
+            found = self.orders[(cpu, memory)] = [self.pending[i] for i in order]
+        return found
+
+    def allocatable_of(self, group: NodeGroup) -> np.ndarray:
+        found = self.allocatable.get(group.name)
+        if found is None:
+            found = self.allocatable[group.name] = self.cluster.vector(group.allocatable)
+        return found
+
+
+def estimate(cluster: _Cluster, orders: _Orders, group: NodeGroup) -> _Estimate:
     """The binpacking estimator for one node group; the nodes it adds stay in the cluster until revert."""
-    order = sorted(range(len(pods)), key=lambda i: -_score(pods[i], group))
+    allocatable = orders.allocatable_of(group)
     start = len(cluster.nodes)
     added: list[_Node] = []
     last: _Node | None = None
     scheduled: list[Pod] = []
-    for i in order:
-        pod = pods[i]
-        if not _static_fit(cluster, pod, group):
+    pointers: dict[object, int] = {}
+    for profile in orders.of(group):
+        if not cluster.admits(profile, group, allocatable):
             continue
-        spread = cluster.prefilter(pod)
-        request = cluster.request(pod)
-        target = next((n for n in cluster.candidates(request, start) if cluster.fits(pod, n, spread)), None)
+        conditions = cluster.conditions(profile)
+        target = None
+        if conditions is not None:
+            target = cluster.first_fit_new(profile, conditions, start, pointers)
         if target is None:
             if last is not None and not last.pods:
                 continue  # an empty new node did not take it; another one would not either
             if len(added) >= MAX_NODES_PER_SCALEUP:
                 continue
-            last = cluster.add_node(group)
+            last = cluster.add_node(group, allocatable)
             added.append(last)
-            spread = cluster.prefilter(pod)
-            if next(cluster.candidates(request, last.row), None) is None or not cluster.fits(
-                pod, last, spread
-            ):
+            conditions = cluster.conditions(profile)  # the new node may add a domain
+            if conditions is None or not cluster.fits(profile, last, conditions):
                 continue
             target = last
-        cluster.add_pod(target, pod)
-        scheduled.append(pod)
+        cluster.add_pod(target, profile)
+        scheduled.append(profile.pod)
     return _Estimate(group, [n for n in added if n.pods], scheduled)
 
 
@@ -396,32 +583,51 @@ def waste(option: _Estimate) -> float:
     return (cpu - used_cpu) / cpu + (memory - used_memory) / memory
 
 
-def _zone_blind(pods: list[Pod], cluster: _Cluster) -> bool:
-    """True when no pending pod's constraints can tell zones apart and no node exists yet: then node
-    groups that differ only in zone give the same estimate, and one per flavor is enough."""
-    if cluster.nodes:
-        return False
-    for p in pods:
-        if p.node_selector or p.required_terms:
-            return False
-        keys = [t.topology_key for t in (*p.affinity, *p.anti_affinity)] + [c.topology_key for c in p.spread]
-        if any(k != HOSTNAME for k in keys):
-            return False
-    return True
+def _candidates(groups: list[NodeGroup], pending: list[_Profile], cluster: _Cluster) -> list[NodeGroup]:
+    """The node groups to estimate. Zone names matter only through the nodes that carry them, so groups
+    that differ only in a zone where the cluster has no node yet give the same estimate and the same waste
+    (unless a pending pod selects nodes by label); the first of them by name, which the tie-break would
+    pick, stands for the others."""
+    if any(p.pod.node_selector or p.pod.required_terms for p in pending):
+        return groups
+    used = {n.group.zone for n in cluster.nodes}
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for g in groups:
+        if g.zone not in used:
+            alike = (g.pool, g.flavor, g.capacity_type, tuple(sorted(g.allocatable.items())))
+            if alike in seen:
+                continue
+            seen.add(alike)
+        out.append(g)
+    return out
 
 
-def _filter_out_schedulable(cluster: _Cluster, pods: list[Pod]) -> list[Pod]:
+def _filter_out_schedulable(cluster: _Cluster, pending: list[_Profile]) -> list[_Profile]:
     """Pending pods that fit on nodes already coming go there (first fit); the rest stay pending."""
     left = []
-    for pod in pods:
-        spread = cluster.prefilter(pod)
-        request = cluster.request(pod)
-        node = next((n for n in cluster.candidates(request) if cluster.fits(pod, n, spread)), None)
+    for profile in pending:
+        conditions = cluster.conditions(profile)
+        node = None if conditions is None else cluster.first_fit(profile, conditions)
         if node is None:
-            left.append(pod)
+            left.append(profile)
         else:
-            cluster.add_pod(node, pod)
+            cluster.add_pod(node, profile)
     return left
+
+
+def _least_waste(cluster: _Cluster, orders: _Orders, candidates: list[NodeGroup]) -> NodeGroup | None:
+    best: tuple[float, str] | None = None
+    chosen = None
+    for group in candidates:
+        cluster.fork()
+        option = estimate(cluster, orders, group)
+        cluster.revert()
+        if option.nodes:
+            score = (waste(option), group.name)
+            if best is None or score < best:
+                best, chosen = score, group
+    return chosen
 
 
 def solve(snapshot: Snapshot, deadline: float | None = None) -> Plan:
@@ -432,39 +638,23 @@ def solve(snapshot: Snapshot, deadline: float | None = None) -> Plan:
     started = time.perf_counter()
     groups = node_groups(snapshot)
     cluster = _Cluster(list(snapshot.pods), groups)
-    pending = list(snapshot.pods)
+    pending = cluster.profiles
     unschedulable: dict[str, str] = {}
     while pending:
         if deadline is not None and time.perf_counter() > deadline:
-            unschedulable.update(
-                {p.key: "cluster-autoscaler simulation stopped at its time cap" for p in pending}
-            )
+            why = "cluster-autoscaler simulation stopped at its time cap"
+            unschedulable.update({p.pod.key: why for p in pending})
             break
-        candidates = groups
-        if _zone_blind(pending, cluster):
-            seen: set[tuple[str, str, str]] = set()
-            candidates = []
-            for g in groups:
-                if (g.pool, g.flavor, g.capacity_type) not in seen:
-                    seen.add((g.pool, g.flavor, g.capacity_type))
-                    candidates.append(g)
-        best: tuple[float, str] | None = None
-        for group in candidates:
-            cluster.fork()
-            option = estimate(cluster, pending, group)
-            cluster.revert()
-            if option.nodes:
-                score = (waste(option), group.name)
-                if best is None or score < best:
-                    best = score
-        if best is None:
-            unschedulable.update({p.key: "no node group's template node can take it" for p in pending})
+        orders = _Orders(pending, cluster)
+        chosen = _least_waste(cluster, orders, _candidates(groups, pending, cluster))
+        if chosen is None:
+            why = "no node group's template node can take it"
+            unschedulable.update({p.pod.key: why for p in pending})
             break
-        chosen = next(g for g in groups if g.name == best[1])
-        estimate(cluster, pending, chosen)
+        estimate(cluster, orders, chosen)
         cluster.commit()
         placed = {p.key for n in cluster.nodes for p in n.pods}
-        pending = _filter_out_schedulable(cluster, [p for p in pending if p.key not in placed])
+        pending = _filter_out_schedulable(cluster, [p for p in pending if p.pod.key not in placed])
     claims = tuple(
         PlannedNodeClaim(
             n.group.pool,

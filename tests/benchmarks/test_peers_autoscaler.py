@@ -3,19 +3,35 @@ predicates, and the one-zone collapse that kube-scheduler's view of topology giv
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 pytest.importorskip("numpy", reason="the CA simulation needs numpy (pip install -e '.[bench]')")
 
-from bench.catalogs import GB, MI, article_flavors, article_overhead, requests
+from bench.catalogs import (
+    GB,
+    KARPENTER_ZONES,
+    MI,
+    article_flavors,
+    article_overhead,
+    karpenter_flavors,
+    karpenter_overhead,
+    requests,
+)
 from bench.peers import autoscaler
-from bench.workloads import article_inflate
+from bench.workloads import NAMESPACE, article_inflate
 
 from kapstan.scheduling.model import (
     HOSTNAME,
     ZONE,
+    HostPort,
     LabelSelector,
     NodePool,
+    Plan,
     Pod,
     PodAffinityTerm,
     Snapshot,
@@ -95,3 +111,88 @@ def test_zone_spread_only_sees_zones_that_have_nodes() -> None:
     plan = autoscaler.solve(snapshot)
     assert len({c.zone for c in plan.node_claims}) == 1
     assert any("topology spread" in v for v in validate(snapshot, plan))
+
+
+# -- the fast paths against the straightforward ones ------------------------------------------------------
+
+
+def _varied(count: int, seed: int) -> Snapshot:
+    """Every predicate the simulation models, mixed: zone and hostname spread (one with minDomains, one
+    honoring a zone selector), zone self-affinity, hostname affinity to other pods (a lower bound, which
+    the first-fit pointers must not skip), hostname anti-affinity, host ports."""
+    rng = random.Random(seed)
+    web, db = LabelSelector((("app", "web"),)), LabelSelector((("app", "db"),))
+    kinds: list[dict[str, Any]] = [
+        {},
+        {"spread": (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", web, min_domains=2),)},
+        {"spread": (TopologySpreadConstraint(1, HOSTNAME, "DoNotSchedule", web),)},
+        {
+            "spread": (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", web),),
+            "node_selector": {ZONE: KARPENTER_ZONES[1]},
+        },
+        {"affinity": (PodAffinityTerm(web, ZONE, (NAMESPACE,)),)},
+        {"affinity": (PodAffinityTerm(db, HOSTNAME, (NAMESPACE,)),)},
+        {"anti_affinity": (PodAffinityTerm(db, HOSTNAME, (NAMESPACE,)),), "labels": {"app": "db"}},
+        {"host_ports": (HostPort(8080),)},
+    ]
+    pods = []
+    for i in range(count):
+        fields = {"labels": {"app": "web"}, **rng.choice(kinds)}
+        sizes = requests(rng.choice((250, 500, 1500)), rng.choice((256, 1024, 3072)) * MI)
+        pods.append(Pod(NAMESPACE, f"p-{i}", sizes, **fields))
+    return Snapshot(
+        tuple(pods), karpenter_flavors(12), (NodePool("default"),), daemonsets=karpenter_overhead()
+    )
+
+
+def _claims(plan: Plan) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(c.instance_type, c.zone, c.pods) for c in plan.node_claims]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fast_first_fit_and_spread_minimum_agree_with_full_scans(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every first fit of an estimate (pointers, the shared-template shortcut) is checked against a mask
+    # over all of the estimate's rows, and every spread minimum read from the histograms against one
+    # recomputed over the nodes.
+    fast_fit, fast_minimum = autoscaler._Cluster.first_fit_new, autoscaler._Cluster._minimum
+    calls = Counter[str]()
+
+    def checked_fit(self: Any, profile: Any, conditions: Any, start: int, pointers: dict[object, int]) -> Any:
+        found = fast_fit(self, profile, conditions, start, pointers)
+        assert found is self.first_fit(profile, conditions, start)
+        calls["fit"] += 1
+        return found
+
+    def checked_minimum(
+        self: Any, profile: Any, counter: int, key: int, min_domains: int, filtered: bool
+    ) -> int:
+        found = fast_minimum(self, profile, counter, key, min_domains, filtered)
+        if not filtered:
+            assert found == fast_minimum(self, profile, counter, key, min_domains, True)
+            calls["minimum"] += 1
+        return found
+
+    monkeypatch.setattr(autoscaler._Cluster, "first_fit_new", checked_fit)
+    monkeypatch.setattr(autoscaler._Cluster, "_minimum", checked_minimum)
+    snapshot = _varied(120, seed)
+    plan = autoscaler.solve(snapshot)
+    assert calls["fit"] > 1000 and calls["minimum"] > 100
+    assert plan.node_claims
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_zone_collapse_gives_the_plan_of_estimating_every_group(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot = _varied(80, seed)
+    snapshot = Snapshot(  # no node selector, so groups in zones without nodes are collapsed
+        tuple(replace(p, node_selector={}) for p in snapshot.pods),
+        snapshot.instance_types,
+        snapshot.node_pools,
+        daemonsets=snapshot.daemonsets,
+    )
+    collapsed = autoscaler.solve(snapshot)
+    monkeypatch.setattr(autoscaler, "_candidates", lambda groups, pending, cluster: groups)
+    assert _claims(autoscaler.solve(snapshot)) == _claims(collapsed)
