@@ -126,6 +126,8 @@ class _Profile:
     """Its required anti-affinity terms: (counter, key); no matching pod may be in the node's domain."""
     repelled: tuple[tuple[int, int], ...]
     """Anti-affinity terms of any pod that select this one: (term counter, key), the symmetric check."""
+    plain: bool
+    """No topology rule reads or counts it and it has no host port: only resources decide where it goes."""
 
 
 def node_groups(snapshot: Snapshot) -> list[NodeGroup]:
@@ -255,6 +257,8 @@ class _Cluster:
         request = self.vector(pod.requests)
         counted, repelled = self._matches(pod)
         own_anti = tuple(self.anti_terms[t] for t in pod.anti_affinity)
+        spread = [c for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"]
+        plain = not (counted or repelled or spread or pod.affinity or pod.anti_affinity or pod.host_ports)
         return _Profile(
             pod,
             request,
@@ -269,8 +273,7 @@ class _Cluster:
                     c.min_domains,
                     c.node_affinity_policy == "Honor" and bool(pod.node_selector or pod.required_terms),
                 )
-                for c in pod.spread
-                if c.when_unsatisfiable == "DoNotSchedule"
+                for c in spread
             ),
             tuple(
                 (self._term_counter(t), self.key_index[t.topology_key], t.selects(pod.namespace, pod.labels))
@@ -278,6 +281,7 @@ class _Cluster:
             ),
             tuple((self._term_counter(t), self.key_index[t.topology_key]) for t in pod.anti_affinity),
             repelled,
+            plain and bool(request.any()),
         )
 
     def _term_counter(self, term: PodAffinityTerm) -> int:
@@ -363,6 +367,18 @@ class _Cluster:
                 self._histogram(c, old, old + 1)
         node.pods.append(profile.pod)
         node.ports.extend(profile.pod.host_ports)
+
+    def add_alike(self, node: _Node, run: list[_Profile]) -> None:
+        """Plain pods of one shape, at once: they change only free resources."""
+        self.free[node.row] -= len(run) * run[0].request
+        node.pods.extend(p.pod for p in run)
+
+    def room_for(self, profile: _Profile, start: int, end: int) -> np.ndarray:
+        """How many pods of this shape fit on each row from `start` to `end`, by resources."""
+        rows = [i for i, _ in profile.needs]
+        amounts = np.array([a for _, a in profile.needs], dtype=np.int64)
+        capacity: np.ndarray = (self.free[start:end, rows] // amounts).min(axis=1)
+        return capacity
 
     def fork(self) -> None:
         self.saved = _Saved(
@@ -523,16 +539,23 @@ class _Orders:
         self.memory = np.array([p.pod.requests.get(MEMORY, 0) for p in pending], dtype=np.float64)
         self.cluster = cluster
         self.allocatable: dict[str, np.ndarray] = {}
-        self.orders: dict[tuple[int, int], list[_Profile]] = {}
+        self.orders: dict[tuple[int, int], list[list[_Profile]]] = {}
 
-    def of(self, group: NodeGroup) -> list[_Profile]:
+    def of(self, group: NodeGroup) -> list[list[_Profile]]:
+        """The pods in order, consecutive plain pods of one shape as one run, any other pod alone."""
         cpu, memory = group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0)
         found = self.orders.get((cpu, memory))
         if found is None:
             # Float division of exact integers, as `pod cpu / node cpu` in Python: the same scores.
             score = (self.cpu / cpu if cpu else 0.0) + (self.memory / memory if memory else 0.0)
-            order = np.argsort(-score, kind="stable").tolist()
-            found = self.orders[(cpu, memory)] = [self.pending[i] for i in order]
+            found = self.orders[(cpu, memory)] = []
+            for i in np.argsort(-score, kind="stable").tolist():
+                profile = self.pending[i]
+                run = found[-1] if found else None
+                if profile.plain and run and run[0].plain and _alike(run[0], profile):
+                    run.append(profile)
+                else:
+                    found.append([profile])
         return found
 
     def allocatable_of(self, group: NodeGroup) -> np.ndarray:
@@ -542,35 +565,87 @@ class _Orders:
         return found
 
 
-def estimate(cluster: _Cluster, orders: _Orders, group: NodeGroup) -> _Estimate:
+def _alike(a: _Profile, b: _Profile) -> bool:
+    return a.needs == b.needs and a.static == b.static
+
+
+class _Estimator:
     """The binpacking estimator for one node group; the nodes it adds stay in the cluster until revert."""
-    allocatable = orders.allocatable_of(group)
-    start = len(cluster.nodes)
-    added: list[_Node] = []
-    last: _Node | None = None
-    scheduled: list[Pod] = []
-    pointers: dict[object, int] = {}
-    for profile in orders.of(group):
-        if not cluster.admits(profile, group, allocatable):
-            continue
+
+    def __init__(self, cluster: _Cluster, group: NodeGroup, allocatable: np.ndarray) -> None:
+        self.cluster, self.group, self.allocatable = cluster, group, allocatable
+        self.start = len(cluster.nodes)
+        self.added: list[_Node] = []
+        self.scheduled: list[Pod] = []
+        self.pointers: dict[object, int] = {}
+
+    def place(self, profile: _Profile) -> None:
+        cluster = self.cluster
         conditions = cluster.conditions(profile)
         target = None
         if conditions is not None:
-            target = cluster.first_fit_new(profile, conditions, start, pointers)
+            target = cluster.first_fit_new(profile, conditions, self.start, self.pointers)
         if target is None:
-            if last is not None and not last.pods:
-                continue  # an empty new node did not take it; another one would not either
-            if len(added) >= MAX_NODES_PER_SCALEUP:
-                continue
-            last = cluster.add_node(group, allocatable)
-            added.append(last)
-            conditions = cluster.conditions(profile)  # the new node may add a domain
-            if conditions is None or not cluster.fits(profile, last, conditions):
-                continue
-            target = last
-        cluster.add_pod(target, profile)
-        scheduled.append(profile.pod)
-    return _Estimate(group, [n for n in added if n.pods], scheduled)
+            target = self._new_node_for(profile)
+        if target is not None:
+            cluster.add_pod(target, profile)
+            self.scheduled.append(profile.pod)
+
+    def _new_node_for(self, profile: _Profile) -> _Node | None:
+        if self.added and not self.added[-1].pods:
+            return None  # an empty new node did not take it; another one would not either
+        if len(self.added) >= MAX_NODES_PER_SCALEUP:
+            return None
+        node = self.cluster.add_node(self.group, self.allocatable)
+        self.added.append(node)
+        conditions = self.cluster.conditions(profile)  # the new node may add a domain
+        if conditions is None or not self.cluster.fits(profile, node, conditions):
+            return None
+        return node
+
+    def place_run(self, run: list[_Profile]) -> None:
+        """Plain pods of one shape, as `place` would put them one by one: each goes to the first row with
+        room, so the run fills the rows in order, each with as many as it has room for, then new nodes."""
+        cluster, first = self.cluster, run[0]
+        shape = (first.needs, ())  # the pointer `first_fit_new` keeps for this shape
+        start, end = self.pointers.get(shape, self.start), len(cluster.nodes)
+        placed, row = 0, end
+        room = cluster.room_for(first, start, end)
+        for offset in np.flatnonzero(room).tolist():
+            if placed == len(run):
+                break
+            row = start + offset
+            placed = self._fill(cluster.nodes[row], run, placed, int(room[offset]))
+        while placed < len(run):
+            node = self._new_node_for(first)
+            if node is None:
+                break
+            row = node.row
+            placed = self._fill(node, run, placed, int(cluster.room_for(first, row, row + 1)[0]))
+        self.pointers[shape] = row  # the rows before the last one filled have no room left for this shape
+
+    def _fill(self, node: _Node, run: list[_Profile], placed: int, room: int) -> int:
+        take = run[placed : placed + room]
+        self.cluster.add_alike(node, take)
+        self.scheduled.extend(p.pod for p in take)
+        return placed + len(take)
+
+    def result(self) -> _Estimate:
+        return _Estimate(self.group, [n for n in self.added if n.pods], self.scheduled)
+
+
+def estimate(cluster: _Cluster, orders: _Orders, group: NodeGroup) -> _Estimate:
+    """The binpacking estimator for one node group; the nodes it adds stay in the cluster until revert."""
+    allocatable = orders.allocatable_of(group)
+    estimator = _Estimator(cluster, group, allocatable)
+    for step in orders.of(group):
+        if not cluster.admits(step[0], group, allocatable):
+            continue
+        if step[0].plain:
+            estimator.place_run(step)
+        else:
+            estimator.place(step[0])
+    return estimator.result()
 
 
 def waste(option: _Estimate) -> float:

@@ -117,13 +117,15 @@ def test_zone_spread_only_sees_zones_that_have_nodes() -> None:
 
 
 def _varied(count: int, seed: int) -> Snapshot:
-    """Every predicate the simulation models, mixed: zone and hostname spread (one with minDomains, one
+    """Every predicate the simulation models, mixed with plain pods: zone and hostname spread (one with minDomains, one
     honoring a zone selector), zone self-affinity, hostname affinity to other pods (a lower bound, which
     the first-fit pointers must not skip), hostname anti-affinity, host ports."""
     rng = random.Random(seed)
     web, db = LabelSelector((("app", "web"),)), LabelSelector((("app", "db"),))
     kinds: list[dict[str, Any]] = [
         {},
+        {"labels": {"app": "batch"}},  # plain: no rule reads or counts it
+        {"labels": {"app": "batch"}},
         {"spread": (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", web, min_domains=2),)},
         {"spread": (TopologySpreadConstraint(1, HOSTNAME, "DoNotSchedule", web),)},
         {
@@ -196,3 +198,16 @@ def test_zone_collapse_gives_the_plan_of_estimating_every_group(
     collapsed = autoscaler.solve(snapshot)
     monkeypatch.setattr(autoscaler, "_candidates", lambda groups, pending, cluster: groups)
     assert _claims(autoscaler.solve(snapshot)) == _claims(collapsed)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_runs_of_plain_pods_place_as_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = _varied(150, seed)
+    runs = autoscaler.solve(snapshot)
+
+    def one_by_one(self: Any, run: list[Any]) -> None:
+        for profile in run:
+            self.place(profile)
+
+    monkeypatch.setattr(autoscaler._Estimator, "place_run", one_by_one)
+    assert _claims(autoscaler.solve(snapshot)) == _claims(runs)
