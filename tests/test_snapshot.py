@@ -132,6 +132,52 @@ spec:
     assert snapshot.node_pools[0].usage == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000, "nodes": 1000}
 
 
+JOINED = """
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-abcde
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: c3-4,
+           topology.kubernetes.io/zone: nova}
+spec:
+  nodeClassRef: {group: karpenter.cluster.x-k8s.io, kind: ClusterAPINodeClass, name: default}
+  startupTaints: [{key: example.com/booting, effect: NoSchedule}]
+status:
+  providerID: test://machine-1
+  nodeName: machine-1
+  allocatable: {cpu: "2", memory: 4G, pods: "110"}
+  conditions: [{type: Initialized, status: "%s"}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: machine-1}
+spec:
+  providerID: test://machine-1
+  taints:
+  - {key: karpenter.sh/unregistered, effect: NoExecute}
+  - {key: node.kubernetes.io/not-ready, effect: NoSchedule}
+  - {key: example.com/booting, effect: NoSchedule}
+  - {key: dedicated, value: db, effect: NoSchedule}
+"""
+
+
+def test_a_joining_node_is_what_its_claim_says_until_initialized() -> None:
+    """Pods pending for a node that has just joined must count on it, not launch another."""
+    (node,) = snapshot_of(JOINED % "False").nodes
+    assert node.name == "machine-1" and node.node_pool == "default"
+    assert node.labels["node.kubernetes.io/instance-type"] == "c3-4"
+    assert node.allocatable == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000}
+    assert node.taints == (Taint("dedicated", "NoSchedule", "db"),)  # not ephemeral: it stays
+    (ready,) = snapshot_of(JOINED % "True").nodes
+    assert {t.key for t in ready.taints} == {
+        "karpenter.sh/unregistered",
+        "node.kubernetes.io/not-ready",
+        "example.com/booting",
+        "dedicated",
+    }
+    assert "node.kubernetes.io/instance-type" not in ready.labels and ready.allocatable == {}
+
+
 def test_nodepool_fields() -> None:
     (pool,) = build_snapshot(
         load_text("""

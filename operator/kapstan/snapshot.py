@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from kapstan.api import core
 from kapstan.api.errors import ManifestError
-from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, NodeClaim
+from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, UNREGISTERED_TAINT, NodeClaim
 from kapstan.api.karpenter import NodePool as NodePoolObject
 from kapstan.api.manifests import Manifests
 from kapstan.catalog import Catalog, build_catalog, node_class_settings
@@ -46,6 +46,15 @@ from kapstan.scheduling.model import (
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by Kubernetes on every namespace, so selectors can pick namespaces by name."""
 NODES = "nodes"
+EPHEMERAL_TAINT_KEYS = frozenset(
+    {
+        UNREGISTERED_TAINT,
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
+"""Taints a joining node carries until it is ready (Karpenter's ephemeral taints)."""
 _SELECTS_NOTHING = LabelSelector(match_expressions=(LabelSelectorRequirement("", "Exists"),))
 """No label has an empty key, so this matches no pod: what a missing labelSelector means."""
 # The DaemonSet controller adds these so its pods run on nodes that are cordoned, not ready or under pressure.
@@ -96,7 +105,8 @@ def build_simulation_input(
                 bound.setdefault(pod.spec.node_name, []).append(converted)
             else:
                 pending.append(converted)
-    nodes = [_node(node, tuple(bound.get(node.name, ()))) for node in manifests.nodes]
+    claims = _claims_by_node(manifests)
+    nodes = [_node(node, tuple(bound.get(node.name, ())), claims.get(node.name)) for node in manifests.nodes]
     nodes += _in_flight(manifests, instance_types)
     usage = _usage(manifests, instance_types)
     snapshot = Snapshot(
@@ -284,17 +294,42 @@ def _taints(taints: Iterable[core.Taint]) -> tuple[Taint, ...]:
     return tuple(Taint(t.key, t.effect, t.value) for t in taints)
 
 
-def _node(node: core.Node, pods: tuple[Pod, ...]) -> Node:
+def _node(node: core.Node, pods: tuple[Pod, ...], claim: NodeClaim | None) -> Node:
+    """A Node as the solver sees it. Until its NodeClaim is Initialized, a node is what its claim says
+    (Karpenter's rule): the claim's labels and allocatable fill what the kubelet has not reported yet,
+    and the taints that registration and start-up remove do not count. Otherwise pods pending for a
+    node that has just joined would look unable to use it, and a second node would be launched."""
     labels = {HOSTNAME: node.name, **node.metadata.labels}
+    allocatable = node.allocatable
+    taints = _taints(node.spec.taints)
+    if claim is not None and not claim.initialized:
+        labels = {**claim.metadata.labels, **labels}
+        allocatable = allocatable or dict(claim.status.allocatable)
+        passing = {(t.key, t.effect) for t in claim.spec.startup_taints}
+        taints = tuple(
+            t for t in taints if t.key not in EPHEMERAL_TAINT_KEYS and (t.key, t.effect) not in passing
+        )
     return Node(
         name=node.name,
         labels=labels,
-        allocatable=node.allocatable,
-        taints=_taints(node.spec.taints),
+        allocatable=allocatable,
+        taints=taints,
         pods=pods,
         node_pool=labels.get(NODEPOOL),
         unschedulable=node.spec.unschedulable,
     )
+
+
+def _claims_by_node(manifests: Manifests) -> dict[str, NodeClaim]:
+    """Node name to the NodeClaim that launched it, matched by node name or provider ID."""
+    by_provider = {c.status.provider_id: c for c in manifests.node_claims if c.status.provider_id}
+    by_name = {c.status.node_name: c for c in manifests.node_claims if c.status.node_name}
+    found = {}
+    for node in manifests.nodes:
+        claim = by_name.get(node.name) or by_provider.get(node.spec.provider_id or "")
+        if claim is not None:
+            found[node.name] = claim
+    return found
 
 
 def _launching(manifests: Manifests) -> list[NodeClaim]:

@@ -31,6 +31,8 @@ from kapstan.scheduling.model import NODE_OPERATORS
 
 NODECLASS_GROUP = "karpenter.cluster.x-k8s.io"
 NODECLASS_KIND = "ClusterAPINodeClass"
+UNREGISTERED_TAINT = "karpenter.sh/unregistered"
+"""The taint a node registers with until its NodeClaim has synced it (Karpenter's registration gate)."""
 
 
 class Requirement(NodeSelectorRequirement):
@@ -123,11 +125,17 @@ class NodeClaimSpec(NodeClaimTemplateSpec):
     resources: NodeClaimResources = Field(default_factory=NodeClaimResources)
 
 
+class StatusCondition(KubeModel):
+    type: str
+    status: str = "Unknown"
+
+
 class NodeClaimStatus(KubeModel):
     provider_id: str = Field(default="", alias="providerID")
     node_name: str = ""
     capacity: ResourceList = Field(default_factory=dict)
     allocatable: ResourceList = Field(default_factory=dict)
+    conditions: list[StatusCondition] = Field(default_factory=list)
 
 
 class NodeClaim(KubeObject):
@@ -135,6 +143,10 @@ class NodeClaim(KubeObject):
 
     spec: NodeClaimSpec
     status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)
+
+    @property
+    def initialized(self) -> bool:
+        return any(c.type == "Initialized" and c.status == "True" for c in self.status.conditions)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.api.manifests import Manifests
 from kapstan.api.quantity import format_quantity
 from kapstan.catalog import contract
@@ -42,7 +43,6 @@ from kapstan.scheduling.model import (
 DEFAULT_ZONE = "default"
 DEFAULT_CAPACITY_TYPE = "on-demand"
 DEFAULT_MAX_PODS = 110
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 """Injected into bootstrap templates so kapstan can recognise its nodes; removed at registration."""
 # CAPI copies Machine labels under these domains (and their subdomains) to the Node.
 _NODE_LABEL_DOMAINS = ("node-role.kubernetes.io", "node-restriction.kubernetes.io", "node.cluster.x-k8s.io")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.capi.provider import NODECLAIM_ANNOTATION
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.lifecycle import UNREGISTERED_TAINT
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder

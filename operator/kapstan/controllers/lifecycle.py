@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.api.quantity import format_quantity
 from kapstan.capi.provider import (
     CloudProvider,
@@ -43,7 +44,6 @@ from kapstan.snapshot import SimulationInput
 
 log = logging.getLogger(__name__)
 
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
 REGISTERED_LABEL = "karpenter.sh/registered"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 MACHINE_ANNOTATION = "kapstan.io/machine"

@@ -26,10 +26,10 @@ import logging
 import re
 from typing import Any
 
+from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.capi import contract as c
 from kapstan.catalog.annotations import is_managed
 from kapstan.catalog.sources import TOPOLOGY_OWNED
-from kapstan.controllers.lifecycle import UNREGISTERED_TAINT
 from kapstan.controllers.state import BY_DEPLOYMENT, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Controller, Result
