@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,12 +23,29 @@ class SandboxError(RuntimeError):
     """A sandbox process failed to start or to become ready; the message points at its log."""
 
 
+_PORTS = range(20000, 32000)
+"""Below Linux's default ephemeral range (32768-60999): the kernel never hands these to outgoing
+connections, of which a test session makes thousands, so a port picked here is not taken by a client
+socket between the pick and the component's bind."""
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the kernel picks it; the caller binds it soon after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+    """A TCP port free on every interface right now, never handed out before by this process (the
+    caller binds it soon after)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.choice(_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise SandboxError(f"no free TCP port in {_PORTS.start}-{_PORTS.stop - 1}")
 
 
 def start(directory: Path, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> int:
