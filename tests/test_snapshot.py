@@ -111,8 +111,7 @@ spec: {containers: [{name: c}]}
     assert pool.usage == {"cpu": 4000, "memory": 8 * 10**12, "pods": 110_000, "nodes": 1000}
 
 
-def test_launching_nodeclaim_is_a_node_and_counts_against_limits() -> None:
-    snapshot = snapshot_of("""
+CLAIM = """
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata:
@@ -122,7 +121,11 @@ metadata:
 spec:
   nodeClassRef: {group: karpenter.cluster.x-k8s.io, kind: ClusterAPINodeClass, name: default}
   startupTaints: [{key: example.com/booting, effect: NoSchedule}]
-""")
+"""
+
+
+def test_launching_nodeclaim_is_a_node_and_counts_against_limits() -> None:
+    snapshot = snapshot_of(CLAIM)
     (node,) = snapshot.nodes
     assert node.name == "default-abcde" and node.node_pool == "default" and node.taints == ()
     assert (
@@ -132,17 +135,9 @@ spec:
     assert snapshot.node_pools[0].usage == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000, "nodes": 1000}
 
 
-JOINED = """
-apiVersion: karpenter.sh/v1
-kind: NodeClaim
-metadata:
-  name: default-abcde
-  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: c3-4,
-           topology.kubernetes.io/zone: nova}
-spec:
-  nodeClassRef: {group: karpenter.cluster.x-k8s.io, kind: ClusterAPINodeClass, name: default}
-  startupTaints: [{key: example.com/booting, effect: NoSchedule}]
-status:
+JOINED = (
+    CLAIM
+    + """status:
   providerID: test://machine-1
   nodeName: machine-1
   allocatable: {cpu: "2", memory: 4G, pods: "110"}
@@ -159,6 +154,7 @@ spec:
   - {key: example.com/booting, effect: NoSchedule}
   - {key: dedicated, value: db, effect: NoSchedule}
 """
+)
 
 
 def test_a_joining_node_is_what_its_claim_says_until_initialized() -> None:
