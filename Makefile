@@ -19,14 +19,15 @@ $(STAMP): pyproject.toml Cargo.toml rust/Cargo.toml $(shell find rust/src -name 
 test: lint cargo-test pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff format --check operator tests
-	$(VENV)/bin/ruff check operator tests
+	$(VENV)/bin/ruff format --check operator tests bench
+	$(VENV)/bin/ruff check operator tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m mypy.stubtest kapstan._core
 	cargo fmt --all --check
 	cargo clippy --all-targets --quiet -- -D warnings
 	cd sandbox && test -z "$$(gofmt -l .)" && CGO_ENABLED=0 go vet -trimpath ./...
+	test -z "$$(gofmt -l bench/peers/karpenter)"
 
 cargo-test:
 	cargo test --quiet
