@@ -92,13 +92,16 @@ class NodeGroup:
 @dataclass
 class _Node:
     group: NodeGroup
-    labels: dict[str, str]
     row: int
     """Its row in the cluster's matrices of free resources and topology domains."""
     domains: tuple[int, ...]
-    """Its domain id under each topology key (-1: no such label)."""
+    """Its domain id under each topology key (-1: no such label); under the hostname, its row."""
     pods: list[Pod] = field(default_factory=list)
     ports: list[HostPort] = field(default_factory=list)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {**self.group.labels, HOSTNAME: f"ca-{self.row}"}
 
 
 Condition = tuple[int, int, int, int, bool]
@@ -210,7 +213,7 @@ class _Cluster:
         self.dom = np.full((64, len(self.keys)), -1, dtype=np.int64)
         # Counters: a selector under one topology key (pods it matches, per domain), or an anti-affinity
         # term (pods carrying it, per domain). Selector counters also keep how many domains hold each
-        # count, so the spread minimum over domains is read, not recomputed.
+        # non-zero count (domains with none are the rest), so the spread minimum is read, not recomputed.
         self.counter_ids: dict[tuple[tuple[object, ...], str], int] = {}
         self.selectors: dict[tuple[LabelSelector, tuple[str, ...], bool], list[int]] = {}
         self.anti_terms: dict[PodAffinityTerm, int] = {}
@@ -225,13 +228,11 @@ class _Cluster:
         self.histograms: list[Counter[int] | None] = [
             Counter() if kind[0] == "selector" else None for kind, _ in self.counter_ids
         ]
-        self.key_selectors = [
-            [c for c, h in enumerate(self.histograms) if h is not None and self.counter_key[c] == k]
-            for k in range(len(self.keys))
-        ]
         self.totals = [0 for _ in self.counter_ids]
         self.counts = np.zeros((len(self.counter_ids), 64), dtype=np.int64)
         self.admitted: dict[tuple[object, ...], bool] = {}
+        # Registered before any fork: a revert restores these lists, so they must not grow inside one.
+        self.template_domains = {g.name: self._group_domains(g) for g in groups}
         self._matching: dict[
             tuple[str, frozenset[tuple[str, str]]], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
         ] = {}
@@ -319,40 +320,33 @@ class _Cluster:
         if row == len(self.free):
             self.free = np.concatenate([self.free, np.zeros_like(self.free)])
             self.dom = np.concatenate([self.dom, np.full_like(self.dom, -1)])
-        labels = {**group.labels, HOSTNAME: f"ca-{row}"}
-        domains = tuple(self._enter(k, labels.get(key)) for k, key in enumerate(self.keys))
+        self._room_for_domain(row)
+        domains = (row, *self.template_domains[group.name])
+        for key, domain in enumerate(domains[1:], 1):
+            if domain >= 0:
+                self.nodes_in[key][domain] += 1
+                self.domain_count[key] += self.nodes_in[key][domain] == 1
         self.free[row] = allocatable
         self.dom[row] = domains
-        node = _Node(group, labels, row, domains)
+        node = _Node(group, row, domains)
         self.nodes.append(node)
         return node
 
-    def _enter(self, key: int, value: str | None) -> int:
-        """The domain id of a new node's label; a domain that gets its first node joins the histograms."""
+    def _group_domains(self, group: NodeGroup) -> tuple[int, ...]:
+        """Domain ids of a group's nodes under every key but the hostname (the same for all of them)."""
+        return tuple(self._domain(key, group.labels.get(self.keys[key])) for key in range(1, len(self.keys)))
+
+    def _domain(self, key: int, value: str | None) -> int:
         if value is None:
             return -1
-        values, nodes_in = self.values[key], self.nodes_in[key]
-        # Ids outlive reverts (a hostname comes back with its row), so the lists may be shorter.
-        domain = values.setdefault(value, len(values))
-        nodes_in.extend([0] * (domain + 1 - len(nodes_in)))
-        if domain >= self.counts.shape[1]:
-            self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)], axis=1)
-        nodes_in[domain] += 1
-        if nodes_in[domain] == 1:
-            self.domain_count[key] += 1
-            for c in self.key_selectors[key]:
-                self._histogram(c, None, int(self.counts[c, domain]))
+        domain = self.values[key].setdefault(value, len(self.values[key]))
+        self.nodes_in[key].extend([0] * (domain + 1 - len(self.nodes_in[key])))
+        self._room_for_domain(domain)
         return domain
 
-    def _histogram(self, counter: int, old: int | None, new: int | None) -> None:
-        histogram = self.histograms[counter]
-        assert histogram is not None
-        if old is not None:
-            histogram[old] -= 1
-            if not histogram[old]:
-                del histogram[old]
-        if new is not None:
-            histogram[new] += 1
+    def _room_for_domain(self, domain: int) -> None:
+        if domain >= self.counts.shape[1]:
+            self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)], axis=1)
 
     def add_pod(self, node: _Node, profile: _Profile) -> None:
         self.free[node.row] -= profile.request
@@ -363,15 +357,20 @@ class _Cluster:
             old = int(self.counts[c, domain])
             self.counts[c, domain] = old + 1
             self.totals[c] += 1
-            if self.histograms[c] is not None:
-                self._histogram(c, old, old + 1)
+            histogram = self.histograms[c]
+            if histogram is not None:
+                if old:
+                    histogram[old] -= 1
+                    if not histogram[old]:
+                        del histogram[old]
+                histogram[old + 1] += 1
         node.pods.append(profile.pod)
         node.ports.extend(profile.pod.host_ports)
 
-    def add_alike(self, node: _Node, run: list[_Profile]) -> None:
-        """Plain pods of one shape, at once: they change only free resources."""
-        self.free[node.row] -= len(run) * run[0].request
-        node.pods.extend(p.pod for p in run)
+    def add_alike(self, node: _Node, profile: _Profile, pods: list[Pod]) -> None:
+        """Plain pods of one shape (`profile`'s), at once: they change only free resources."""
+        self.free[node.row] -= len(pods) * profile.request
+        node.pods.extend(pods)
 
     def room_for(self, profile: _Profile, start: int, end: int) -> np.ndarray:
         """How many pods of this shape fit on each row from `start` to `end`, by resources."""
@@ -445,8 +444,10 @@ class _Cluster:
             return min(counts) if counts and len(domains) >= min_domains else 0
         histogram = self.histograms[counter]
         assert histogram is not None
-        present = self.domain_count[key]
-        return min(histogram) if present and present >= min_domains else 0
+        present = len(self.nodes) if key == HOSTNAME_KEY else self.domain_count[key]
+        if not present or present < min_domains or present > sum(histogram.values()):
+            return 0  # too few domains, or one without a matching pod
+        return min(histogram)
 
     def fits(self, profile: _Profile, node: _Node, conditions: list[Condition]) -> bool:
         """Every predicate of the pod on one node."""
@@ -525,7 +526,13 @@ class _Cluster:
 class _Estimate:
     group: NodeGroup
     nodes: list[_Node]
-    pods: list[Pod]
+    cpu: int
+    """CPU requested by the pods it places."""
+    memory: int
+
+
+Step = tuple[_Profile, list[Pod]]
+"""A pod, or a run of alike plain pods, and the profile they share."""
 
 
 class _Orders:
@@ -537,25 +544,33 @@ class _Orders:
         self.pending = pending
         self.cpu = np.array([p.pod.requests.get(CPU, 0) for p in pending], dtype=np.float64)
         self.memory = np.array([p.pod.requests.get(MEMORY, 0) for p in pending], dtype=np.float64)
+        # Plain pods of one shape share an id, any other pod has its own: runs are where ids repeat.
+        shapes: dict[object, int] = {}
+        self.shapes = np.array(
+            [
+                shapes.setdefault((p.needs, p.static), len(shapes)) if p.plain else -1 - i
+                for i, p in enumerate(pending)
+            ]
+        )
         self.cluster = cluster
         self.allocatable: dict[str, np.ndarray] = {}
-        self.orders: dict[tuple[int, int], list[list[_Profile]]] = {}
+        self.orders: dict[tuple[int, int], list[Step]] = {}
 
-    def of(self, group: NodeGroup) -> list[list[_Profile]]:
+    def of(self, group: NodeGroup) -> list[Step]:
         """The pods in order, consecutive plain pods of one shape as one run, any other pod alone."""
         cpu, memory = group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0)
         found = self.orders.get((cpu, memory))
         if found is None:
             # Float division of exact integers, as `pod cpu / node cpu` in Python: the same scores.
             score = (self.cpu / cpu if cpu else 0.0) + (self.memory / memory if memory else 0.0)
-            found = self.orders[(cpu, memory)] = []
-            for i in np.argsort(-score, kind="stable").tolist():
-                profile = self.pending[i]
-                run = found[-1] if found else None
-                if profile.plain and run and run[0].plain and _alike(run[0], profile):
-                    run.append(profile)
-                else:
-                    found.append([profile])
+            order = np.argsort(-score, kind="stable")
+            shapes = self.shapes[order]
+            starts = [0, *(np.flatnonzero(shapes[1:] != shapes[:-1]) + 1).tolist()]
+            ends = [*starts[1:], len(order)]
+            indices = order.tolist()
+            pods = [self.pending[i].pod for i in indices]
+            found = [(self.pending[indices[a]], pods[a:b]) for a, b in zip(starts, ends, strict=True)]
+            self.orders[(cpu, memory)] = found
         return found
 
     def allocatable_of(self, group: NodeGroup) -> np.ndarray:
@@ -565,10 +580,6 @@ class _Orders:
         return found
 
 
-def _alike(a: _Profile, b: _Profile) -> bool:
-    return a.needs == b.needs and a.static == b.static
-
-
 class _Estimator:
     """The binpacking estimator for one node group; the nodes it adds stay in the cluster until revert."""
 
@@ -576,7 +587,7 @@ class _Estimator:
         self.cluster, self.group, self.allocatable = cluster, group, allocatable
         self.start = len(cluster.nodes)
         self.added: list[_Node] = []
-        self.scheduled: list[Pod] = []
+        self.cpu = self.memory = 0
         self.pointers: dict[object, int] = {}
 
     def place(self, profile: _Profile) -> None:
@@ -589,7 +600,7 @@ class _Estimator:
             target = self._new_node_for(profile)
         if target is not None:
             cluster.add_pod(target, profile)
-            self.scheduled.append(profile.pod)
+            self._count(profile, 1)
 
     def _new_node_for(self, profile: _Profile) -> _Node | None:
         if self.added and not self.added[-1].pods:
@@ -603,10 +614,14 @@ class _Estimator:
             return None
         return node
 
-    def place_run(self, run: list[_Profile]) -> None:
+    def _count(self, profile: _Profile, pods: int) -> None:
+        self.cpu += pods * profile.pod.requests.get(CPU, 0)
+        self.memory += pods * profile.pod.requests.get(MEMORY, 0)
+
+    def place_run(self, first: _Profile, run: list[Pod]) -> None:
         """Plain pods of one shape, as `place` would put them one by one: each goes to the first row with
         room, so the run fills the rows in order, each with as many as it has room for, then new nodes."""
-        cluster, first = self.cluster, run[0]
+        cluster = self.cluster
         shape = (first.needs, ())  # the pointer `first_fit_new` keeps for this shape
         start, end = self.pointers.get(shape, self.start), len(cluster.nodes)
         placed, row = 0, end
@@ -615,36 +630,36 @@ class _Estimator:
             if placed == len(run):
                 break
             row = start + offset
-            placed = self._fill(cluster.nodes[row], run, placed, int(room[offset]))
+            placed = self._fill(first, cluster.nodes[row], run, placed, int(room[offset]))
         while placed < len(run):
             node = self._new_node_for(first)
             if node is None:
                 break
             row = node.row
-            placed = self._fill(node, run, placed, int(cluster.room_for(first, row, row + 1)[0]))
+            placed = self._fill(first, node, run, placed, int(cluster.room_for(first, row, row + 1)[0]))
         self.pointers[shape] = row  # the rows before the last one filled have no room left for this shape
 
-    def _fill(self, node: _Node, run: list[_Profile], placed: int, room: int) -> int:
+    def _fill(self, first: _Profile, node: _Node, run: list[Pod], placed: int, room: int) -> int:
         take = run[placed : placed + room]
-        self.cluster.add_alike(node, take)
-        self.scheduled.extend(p.pod for p in take)
+        self.cluster.add_alike(node, first, take)
+        self._count(first, len(take))
         return placed + len(take)
 
     def result(self) -> _Estimate:
-        return _Estimate(self.group, [n for n in self.added if n.pods], self.scheduled)
+        return _Estimate(self.group, [n for n in self.added if n.pods], self.cpu, self.memory)
 
 
 def estimate(cluster: _Cluster, orders: _Orders, group: NodeGroup) -> _Estimate:
     """The binpacking estimator for one node group; the nodes it adds stay in the cluster until revert."""
     allocatable = orders.allocatable_of(group)
     estimator = _Estimator(cluster, group, allocatable)
-    for step in orders.of(group):
-        if not cluster.admits(step[0], group, allocatable):
+    for profile, pods in orders.of(group):
+        if not cluster.admits(profile, group, allocatable):
             continue
-        if step[0].plain:
-            estimator.place_run(step)
+        if profile.plain:
+            estimator.place_run(profile, pods)
         else:
-            estimator.place(step[0])
+            estimator.place(profile)
     return estimator.result()
 
 
@@ -653,9 +668,7 @@ def waste(option: _Estimate) -> float:
     count = len(option.nodes)
     cpu = option.group.capacity.get(CPU, 0) * count
     memory = option.group.capacity.get(MEMORY, 0) * count
-    used_cpu = sum(p.requests.get(CPU, 0) for p in option.pods)
-    used_memory = sum(p.requests.get(MEMORY, 0) for p in option.pods)
-    return (cpu - used_cpu) / cpu + (memory - used_memory) / memory
+    return (cpu - option.cpu) / cpu + (memory - option.memory) / memory
 
 
 def _candidates(groups: list[NodeGroup], pending: list[_Profile], cluster: _Cluster) -> list[NodeGroup]:

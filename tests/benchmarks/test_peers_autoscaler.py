@@ -26,7 +26,9 @@ from bench.peers import autoscaler
 from bench.workloads import NAMESPACE, article_inflate
 
 from kapstan.scheduling.model import (
+    CPU,
     HOSTNAME,
+    MEMORY,
     ZONE,
     HostPort,
     LabelSelector,
@@ -58,8 +60,9 @@ def test_least_waste_takes_c3_8_for_eight_one_cpu_pods() -> None:
 
 def test_waste_formula() -> None:
     group = next(g for g in autoscaler.node_groups(article_inflate()) if g.flavor == "c3-8")
-    pods = list(article_inflate().pods)
-    option = autoscaler._Estimate(group, [object()] * 3, pods)  # type: ignore[list-item]
+    pods = article_inflate().pods
+    cpu, memory = sum(p.requests[CPU] for p in pods), sum(p.requests[MEMORY] for p in pods)
+    option = autoscaler._Estimate(group, [object()] * 3, cpu, memory)  # type: ignore[list-item]
     expected = (12 - 8) / 12 + (24 * GB - 8 * 256 * MI) / (24 * GB)
     assert autoscaler.waste(option) == pytest.approx(expected)
 
@@ -205,9 +208,10 @@ def test_runs_of_plain_pods_place_as_one_by_one(seed: int, monkeypatch: pytest.M
     snapshot = _varied(150, seed)
     runs = autoscaler.solve(snapshot)
 
-    def one_by_one(self: Any, run: list[Any]) -> None:
-        for profile in run:
-            self.place(profile)
+    def one_by_one(self: Any, first: Any, run: list[Pod]) -> None:
+        profiles = {p.pod.key: p for p in self.cluster.profiles}
+        for pod in run:
+            self.place(profiles[pod.key])
 
     monkeypatch.setattr(autoscaler._Estimator, "place_run", one_by_one)
     assert _claims(autoscaler.solve(snapshot)) == _claims(runs)
