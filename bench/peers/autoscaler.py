@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,6 +107,8 @@ class _Node:
 Condition = tuple[int, int, int, int, bool]
 """(counter, key, least, most, needs the key): a node passes when the counter's value in the node's domain of
 the key lies in [least, most], or when the node has no such label and the condition does not need it."""
+Conditions = tuple[list[Condition], list[Condition]]
+"""A pod's conditions under keys that a template's nodes share (all but the hostname), and the rest."""
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,9 @@ class _Profile:
     """DoNotSchedule constraints: (counter, key, max skew, min domains, domains filtered by node affinity)."""
     affinity: tuple[tuple[int, int, bool], ...]
     """Required affinity terms: (counter, key, the term selects the pod itself)."""
-    anti: tuple[tuple[int, int], ...]
-    """Its required anti-affinity terms: (counter, key); no matching pod may be in the node's domain."""
-    repelled: tuple[tuple[int, int], ...]
-    """Anti-affinity terms of any pod that select this one: (term counter, key), the symmetric check."""
+    apart: tuple[tuple[Condition, ...], tuple[Condition, ...]]
+    """Required anti-affinity both ways as conditions, which do not change (none may count in the domain):
+    its own terms, and the terms of any pod that select it (the symmetric check)."""
     plain: bool
     """No topology rule reads or counts it and it has no host port: only resources decide where it goes."""
 
@@ -280,9 +281,18 @@ class _Cluster:
                 (self._term_counter(t), self.key_index[t.topology_key], t.selects(pod.namespace, pod.labels))
                 for t in pod.affinity
             ),
-            tuple((self._term_counter(t), self.key_index[t.topology_key]) for t in pod.anti_affinity),
-            repelled,
+            self._apart(pod, repelled),
             plain and bool(request.any()),
+        )
+
+    def _apart(
+        self, pod: Pod, repelled: tuple[tuple[int, int], ...]
+    ) -> tuple[tuple[Condition, ...], tuple[Condition, ...]]:
+        own = [(self._term_counter(t), self.key_index[t.topology_key]) for t in pod.anti_affinity]
+        apart = [(counter, key, 0, 0, False) for counter, key in (*own, *repelled)]
+        return (
+            tuple(c for c in apart if c[1] != HOSTNAME_KEY),
+            tuple(c for c in apart if c[1] == HOSTNAME_KEY),
         )
 
     def _term_counter(self, term: PodAffinityTerm) -> int:
@@ -416,25 +426,24 @@ class _Cluster:
             )
         return admitted
 
-    def conditions(self, profile: _Profile) -> list[Condition] | None:
+    def conditions(self, profile: _Profile) -> Conditions | None:
         """The pod's topology predicates against the current counts, as conditions on a node's domains;
         None when no node can pass (a required affinity that nothing matches and the pod cannot start).
         The spread minimum is kube-scheduler's PreFilter: the least count over the domains of nodes that
         match the pod's node affinity (nodeAffinityPolicy Honor)."""
-        out: list[Condition] = []
+        shared, own = list(profile.apart[0]), list(profile.apart[1])
         for counter, key, skew, min_domains, filtered in profile.spread:
             minimum = self._minimum(profile, counter, key, min_domains, filtered)
-            out.append((counter, key, 0, minimum + skew - 1, True))
+            (own if key == HOSTNAME_KEY else shared).append((counter, key, 0, minimum + skew - 1, True))
         for counter, key, itself in profile.affinity:
             if self.totals[counter]:
-                out.append((counter, key, 1, UNBOUNDED, True))
+                least = 1
             elif itself:
-                # kube-scheduler lets the first pod of a self-affine group in anywhere: no pod matches yet.
-                out.append((counter, key, 0, UNBOUNDED, True))
+                least = 0  # kube-scheduler lets the first pod of a self-affine group in anywhere
             else:
                 return None
-        out.extend((counter, key, 0, 0, False) for counter, key in (*profile.anti, *profile.repelled))
-        return out
+            (own if key == HOSTNAME_KEY else shared).append((counter, key, least, UNBOUNDED, True))
+        return shared, own
 
     def _minimum(self, profile: _Profile, counter: int, key: int, min_domains: int, filtered: bool) -> int:
         if filtered:
@@ -449,11 +458,12 @@ class _Cluster:
             return 0  # too few domains, or one without a matching pod
         return min(histogram)
 
-    def fits(self, profile: _Profile, node: _Node, conditions: list[Condition]) -> bool:
+    def fits(self, profile: _Profile, node: _Node, conditions: Conditions) -> bool:
         """Every predicate of the pod on one node."""
         return (
             self._room(profile, node.row)
-            and self._holds(conditions, node)
+            and self._holds(conditions[0], node)
+            and self._holds(conditions[1], node)
             and self._ports_free(profile, node)
         )
 
@@ -464,7 +474,7 @@ class _Cluster:
                 return False
         return True
 
-    def _holds(self, conditions: list[Condition], node: _Node) -> bool:
+    def _holds(self, conditions: Sequence[Condition], node: _Node) -> bool:
         for counter, key, least, most, needed in conditions:
             domain = node.domains[key]
             if domain < 0:
@@ -493,7 +503,7 @@ class _Cluster:
         return None
 
     def first_fit_new(
-        self, profile: _Profile, conditions: list[Condition], start: int, pointers: dict[object, int]
+        self, profile: _Profile, conditions: Conditions, start: int, pointers: dict[object, int]
     ) -> _Node | None:
         """First fit among the nodes of one estimate (rows from `start` on), which share one template: they
         differ only in hostname, so conditions under any other key are checked once, on the first of them.
@@ -503,10 +513,9 @@ class _Cluster:
         end = len(self.nodes)
         if start == end:
             return None
-        shared = [c for c in conditions if c[1] != HOSTNAME_KEY]
+        shared, per_node = conditions
         if shared and not self._holds(shared, self.nodes[start]):
             return None
-        per_node = [c for c in conditions if c[1] == HOSTNAME_KEY]
         if any(least > 0 for _, _, least, _, _ in per_node):
             return self.first_fit(profile, per_node, start)  # a lower bound: failed rows may pass later
         shape = (profile.needs, profile.pod.host_ports, *per_node)
@@ -514,7 +523,7 @@ class _Cluster:
         stop = min(first + SCAN_ROWS, end)
         for row in range(first, stop):
             node = self.nodes[row]
-            if self.fits(profile, node, per_node):
+            if self.fits(profile, node, ([], per_node)):
                 pointers[shape] = row
                 return node
         found = self.first_fit(profile, per_node, stop) if stop < end else None
@@ -696,7 +705,7 @@ def _filter_out_schedulable(cluster: _Cluster, pending: list[_Profile]) -> list[
     left = []
     for profile in pending:
         conditions = cluster.conditions(profile)
-        node = None if conditions is None else cluster.first_fit(profile, conditions)
+        node = None if conditions is None else cluster.first_fit(profile, [*conditions[0], *conditions[1]])
         if node is None:
             left.append(profile)
         else:
