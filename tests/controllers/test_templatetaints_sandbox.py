@@ -69,9 +69,18 @@ async def _retargeted(client: Client, ns: str) -> None:
     await eventually("the MD to point at a new bootstrap template", moved)
 
 
-async def _tainted_events(client: Client, ns: str) -> list[dict[str, Any]]:
-    md = await client.get(c.MACHINEDEPLOYMENTS, MD, ns)
-    return [e for e in await list_events(client, md) if e["reason"] == "TemplateTainted"]
+async def _tainted_event(client: Client, ns: str) -> dict[str, Any]:
+    """The one TemplateTainted Event on the MD; it trails the MD's patch, so it is waited for (while
+    the controller still runs: stopping it could cut the Event off)."""
+    found: list[dict[str, Any]] = []
+
+    async def one() -> bool:
+        md = await client.get(c.MACHINEDEPLOYMENTS, MD, ns)
+        found[:] = [e for e in await list_events(client, md) if e["reason"] == "TemplateTainted"]
+        return len(found) == 1
+
+    await eventually("one TemplateTainted Event on the MD", one)
+    return found[0]
 
 
 def test_a_managed_md_gets_one_tainted_template_revision(sandbox: Sandbox) -> None:
@@ -83,6 +92,7 @@ def test_a_managed_md_gets_one_tainted_template_revision(sandbox: Sandbox) -> No
             state = cluster_state(client, ns)
             async with running(state, TemplateTaints(state, EventRecorder(client))):
                 await _retargeted(client, ns)
+                event = await _tainted_event(client, ns)
             name = await _config_ref(client, ns)
             assert name.startswith(f"{TEMPLATE}-kapstan-")
             revision = await client.get(c.KUBEADMCONFIGTEMPLATES, name, ns)
@@ -94,7 +104,6 @@ def test_a_managed_md_gets_one_tainted_template_revision(sandbox: Sandbox) -> No
             assert after["spec"] == original["spec"]
             assert after["metadata"]["resourceVersion"] == original["metadata"]["resourceVersion"]
 
-            (event,) = await _tainted_events(client, ns)
             assert event["type"] == "Normal"
             assert name in event["message"]
             assert "rolls out" not in event["message"]
@@ -161,8 +170,8 @@ def test_an_md_with_machines_is_retargeted_with_a_warning_about_the_rollout(sand
             state = cluster_state(client, ns)
             async with running(state, TemplateTaints(state, EventRecorder(client))):
                 await _retargeted(client, ns)
+                event = await _tainted_event(client, ns)
             name = await _config_ref(client, ns)
-            (event,) = await _tainted_events(client, ns)
             assert event["type"] == "Warning"
             assert name in event["message"]
             assert "rolls out the MachineDeployment's 1 Machine" in event["message"]
