@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Cargo.toml rust/Cargo.toml $(shell find rust/src -name '*.rs')
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 # The gate: formatting, lint, types, the stub against the binary, clippy, then every test.
