@@ -143,7 +143,8 @@ def _guide(machine: Mapping[str, Any], meta: Mapping[str, Mapping[str, Any]]) ->
         "pod is placed. The CA module is not published with semantic versions, so it cannot be required "
         "like Karpenter's. Cost only: it is Python, its time says nothing about CA. Like kube-scheduler it "
         "only knows zones where a node exists, so zone spread collapses into one zone; the validator "
-        "counts those violations. It is not run where its Python loop would take too long.",
+        "counts those violations. It runs on every workload (pods still pending after 600 s would be "
+        "reported unschedulable).",
         "",
         "Caveats: every system is compared on one provisioning decision from an empty cluster. Karpenter "
         "would later consolidate some of its larger nodes, and CA would scale down empty ones; neither "
