@@ -544,10 +544,16 @@ Step = tuple[_Profile, list[Pod]]
 """A pod, or a run of alike plain pods, and the profile they share."""
 
 
+def _objects(items: Sequence[object]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
 class _Orders:
     """The estimator's pod order per template: decreasing cpu / node cpu + memory / node memory, ties in
-    pending order. It depends on the template's cpu and memory only, so flavors offered in several zones
-    share one sort."""
+    pending order. It depends on the template's cpu and memory only, so the groups of a flavor in several
+    zones, next to each other by name, share one sort (only the last is kept: one holds 20,000 pods)."""
 
     def __init__(self, pending: list[_Profile], cluster: _Cluster) -> None:
         self.pending = pending
@@ -561,26 +567,29 @@ class _Orders:
                 for i, p in enumerate(pending)
             ]
         )
+        # Object arrays: reordering 20,000 pods per template is then one indexing, not a Python loop.
+        self.profiles, self.pods = _objects(pending), _objects([p.pod for p in pending])
         self.cluster = cluster
         self.allocatable: dict[str, np.ndarray] = {}
-        self.orders: dict[tuple[int, int], list[Step]] = {}
+        self.last: tuple[tuple[int, int], list[Step]] | None = None
 
     def of(self, group: NodeGroup) -> list[Step]:
         """The pods in order, consecutive plain pods of one shape as one run, any other pod alone."""
-        cpu, memory = group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0)
-        found = self.orders.get((cpu, memory))
-        if found is None:
-            # Float division of exact integers, as `pod cpu / node cpu` in Python: the same scores.
-            score = (self.cpu / cpu if cpu else 0.0) + (self.memory / memory if memory else 0.0)
-            order = np.argsort(-score, kind="stable")
-            shapes = self.shapes[order]
-            starts = [0, *(np.flatnonzero(shapes[1:] != shapes[:-1]) + 1).tolist()]
-            ends = [*starts[1:], len(order)]
-            indices = order.tolist()
-            pods = [self.pending[i].pod for i in indices]
-            found = [(self.pending[indices[a]], pods[a:b]) for a, b in zip(starts, ends, strict=True)]
-            self.orders[(cpu, memory)] = found
-        return found
+        size = (group.allocatable.get(CPU, 0), group.allocatable.get(MEMORY, 0))
+        if self.last is None or self.last[0] != size:
+            self.last = (size, self._steps(*size))
+        return self.last[1]
+
+    def _steps(self, cpu: int, memory: int) -> list[Step]:
+        # Float division of exact integers, as `pod cpu / node cpu` in Python: the same scores.
+        score = (self.cpu / cpu if cpu else 0.0) + (self.memory / memory if memory else 0.0)
+        order = np.argsort(-score, kind="stable")
+        shapes = self.shapes[order]
+        starts = np.concatenate([[0], np.flatnonzero(shapes[1:] != shapes[:-1]) + 1])
+        ends = [*starts[1:].tolist(), len(order)]
+        pods = self.pods[order].tolist()
+        firsts = self.profiles[order[starts]].tolist()
+        return list(zip(firsts, [pods[a:b] for a, b in zip(starts.tolist(), ends, strict=True)], strict=True))
 
     def allocatable_of(self, group: NodeGroup) -> np.ndarray:
         found = self.allocatable.get(group.name)
