@@ -32,8 +32,11 @@ fast enough for 20,000 pods x 1,200 node groups by bookkeeping that changes no d
 read per-domain counts kept as pods are placed (the spread minimum from a histogram of them); an
 estimate's nodes share one template, so only hostname-keyed checks differ between them, and a first fit
 resumes where the last alike pod's stopped (free room only shrinks and counts only grow during an
-estimate); the pod order is sorted once per template size; and node groups that differ only in a zone
-where no node exists yet are estimated once (the same estimate, and the tie-break picks the first).
+estimate); consecutive alike pods that no topology rule reads or counts are placed as one run (first fit
+fills the rows in order); the pod order is sorted once per template size; and node groups that differ
+only in a zone where no node exists yet are estimated once (the same estimate, and the tie-break picks
+the first). CA itself groups alike pods (`core/scaleup/equivalence/`), but only pods of one controller,
+and the bench's pods have none: each is its own group, so the order stays pod by pod.
 """
 
 from __future__ import annotations
