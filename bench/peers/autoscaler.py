@@ -206,6 +206,19 @@ class _Cluster:
         names = sorted({r for p in pods for r in p.requests} | {r for g in groups for r in g.allocatable})
         self.resources = {name: i for i, name in enumerate(names)}
         self.free = np.zeros((64, len(names)), dtype=np.int64)
+        self._index_topology(pods)
+        self._register_counters(pods)
+        self.admitted: dict[tuple[object, ...], bool] = {}
+        # Registered before any fork: a revert restores these lists, so they must not grow inside one.
+        self.template_domains = {g.name: self._group_domains(g) for g in groups}
+        self._matching: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
+        ] = {}
+        self.profiles = [self._profile(p) for p in pods]
+        self.saved: _Saved | None = None
+
+    def _index_topology(self, pods: list[Pod]) -> None:
+        """Topology keys (the hostname first) and, per key, domain ids for its values."""
         terms = [t for p in pods for t in (*p.affinity, *p.anti_affinity)]
         keys = {t.topology_key for t in terms} | {c.topology_key for p in pods for c in p.spread}
         self.keys = [HOSTNAME, *sorted(keys - {HOSTNAME})]
@@ -215,6 +228,8 @@ class _Cluster:
         """Per key, the number of nodes in each domain id."""
         self.domain_count = [0 for _ in self.keys]
         self.dom = np.full((64, len(self.keys)), -1, dtype=np.int64)
+
+    def _register_counters(self, pods: list[Pod]) -> None:
         # Counters: a selector under one topology key (pods it matches, per domain), or an anti-affinity
         # term (pods carrying it, per domain). Selector counters also keep how many domains hold each
         # non-zero count (domains with none are the rest), so the spread minimum is read, not recomputed.
@@ -234,14 +249,6 @@ class _Cluster:
         ]
         self.totals = [0 for _ in self.counter_ids]
         self.counts = np.zeros((len(self.counter_ids), 64), dtype=np.int64)
-        self.admitted: dict[tuple[object, ...], bool] = {}
-        # Registered before any fork: a revert restores these lists, so they must not grow inside one.
-        self.template_domains = {g.name: self._group_domains(g) for g in groups}
-        self._matching: dict[
-            tuple[str, frozenset[tuple[str, str]]], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]
-        ] = {}
-        self.profiles = [self._profile(p) for p in pods]
-        self.saved: _Saved | None = None
 
     def _counter(self, kind: tuple[object, ...], key: str) -> int:
         return self.counter_ids.setdefault((kind, key), len(self.counter_ids))
