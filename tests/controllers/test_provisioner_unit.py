@@ -9,11 +9,12 @@ from kapstan.controllers.provisioner import (
     TERMINATION_FINALIZER,
     Batcher,
     BatchWindow,
+    counted_on_nodes,
     nodeclaim_manifest,
     nodepool_hash,
 )
 from kapstan.kube.clock import FakeClock
-from kapstan.scheduling.model import InstanceType, Offering, PlannedNodeClaim, Pod, Snapshot
+from kapstan.scheduling.model import InstanceType, Offering, Plan, PlannedNodeClaim, Pod, Snapshot
 
 
 async def _closes_after(batcher: Batcher, clock: FakeClock, triggers: list[float]) -> float:
@@ -98,3 +99,9 @@ def test_the_pool_hash_changes_with_the_template_only() -> None:
     assert nodepool_hash(changed) == nodepool_hash(POOL)
     retemplated = {"spec": {"template": {**POOL["spec"]["template"], "metadata": {"labels": {"team": "b"}}}}}
     assert nodepool_hash(retemplated) != nodepool_hash(POOL)
+
+
+def test_only_nodes_that_got_pending_pods_are_counted_on() -> None:
+    # The plan lists every existing node; only those it put pods on are nominated.
+    plan = Plan("python", (), {"busy": ("ns/a", "ns/b"), "idle": (), "claim-x": ("ns/c",)}, {})
+    assert counted_on_nodes(plan) == {"busy": ("ns/a", "ns/b"), "claim-x": ("ns/c",)}

@@ -39,6 +39,7 @@ from kapstan.scheduling.model import (
     INSTANCE_TYPE,
     NODEPOOL,
     ZONE,
+    Plan,
     PlannedNodeClaim,
     Snapshot,
 )
@@ -206,8 +207,9 @@ class Provisioner:
             ]
         # Pods planned onto nodes that exist (or are launching) bind there by themselves: keep those
         # nodes from disruption until then, two batch windows as Karpenter does.
-        self.state.nominations.nominate(plan.existing_nodes, 2 * self.window.maximum)
-        for node, keys in plan.existing_nodes.items():
+        counted_on = counted_on_nodes(plan)
+        self.state.nominations.nominate(counted_on, 2 * self.window.maximum)
+        for node, keys in counted_on.items():
             kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
             notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
         notes += [
@@ -257,6 +259,12 @@ class Provisioner:
             obj = self.state.clusters.store.get_by_name(source.cluster, source.namespace)
         if obj is not None:
             await self.events.emit(obj, "Warning", "FlavorUnavailable", str(error))
+
+
+def counted_on_nodes(plan: Plan) -> dict[str, tuple[str, ...]]:
+    """The existing nodes (and launching claims) the plan put pending pods on, with those pods; the
+    plan lists every existing node, most with nothing new."""
+    return {node: keys for node, keys in plan.existing_nodes.items() if keys}
 
 
 def nodeclaim_manifest(
