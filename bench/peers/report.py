@@ -83,7 +83,14 @@ def verdicts(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
             if not passed:
                 detail += f"; kapstan {100 * (ratio - 1):.1f}% more expensive"
                 family = payload.get("workloads", {}).get(w, {}).get("family")
-                if peer_name == "cluster-autoscaler" and family == "prefs":
+                if not peer.get("valid"):
+                    detail += (
+                        f". Why: {peer_name}'s cheaper plan is not a valid one: it breaks "
+                        f"{peer['violation_count']} hard constraints of the workload (for cluster-autoscaler, "
+                        "zone spreads counted only over zones that already have a node, as its simulation "
+                        "does), which kapstan's plans never do"
+                    )
+                elif peer_name == "cluster-autoscaler" and family == "prefs":
                     detail += (
                         ". Why: CA's simulation runs kube-scheduler's filters only, so it packs as if the "
                         "preferences were absent; kapstan honours the preferred hostname anti-affinity (no "
