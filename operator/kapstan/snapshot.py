@@ -14,9 +14,17 @@ from dataclasses import dataclass, replace
 
 from kapstan.api import core
 from kapstan.api.errors import ManifestError
-from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, UNREGISTERED_TAINT, NodeClaim
+from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, NodeClaim
 from kapstan.api.karpenter import NodePool as NodePoolObject
 from kapstan.api.manifests import Manifests
+from kapstan.api.wellknown import (
+    NAMESPACE_NAME_LABEL,
+    NETWORK_UNAVAILABLE_TAINT_KEY,
+    NOT_READY_TAINT_KEY,
+    UNINITIALIZED_TAINT_KEY,
+    UNREACHABLE_TAINT_KEY,
+    UNREGISTERED_TAINT_KEY,
+)
 from kapstan.catalog import Catalog, build_catalog, node_class_settings
 from kapstan.catalog.catalog import SkipSource
 from kapstan.scheduling.model import (
@@ -43,15 +51,13 @@ from kapstan.scheduling.model import (
     WeightedPodAffinityTerm,
 )
 
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-"""Set by Kubernetes on every namespace, so selectors can pick namespaces by name."""
 NODES = "nodes"
 EPHEMERAL_TAINT_KEYS = frozenset(
     {
-        UNREGISTERED_TAINT,
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-        "node.cloudprovider.kubernetes.io/uninitialized",
+        UNREGISTERED_TAINT_KEY,
+        NOT_READY_TAINT_KEY,
+        UNREACHABLE_TAINT_KEY,
+        UNINITIALIZED_TAINT_KEY,
     }
 )
 """Taints a joining node carries until it is ready (Karpenter's ephemeral taints)."""
@@ -70,7 +76,7 @@ _DAEMONSET_TOLERATIONS = tuple(
     )
 )
 _HOST_NETWORK_TOLERATION = Toleration(
-    key="node.kubernetes.io/network-unavailable", operator="Exists", effect="NoSchedule"
+    key=NETWORK_UNAVAILABLE_TAINT_KEY, operator="Exists", effect="NoSchedule"
 )
 
 

@@ -18,6 +18,7 @@ import yaml
 
 from kapstan.addon import Addon, AddonOptions
 from kapstan.addon import controller as addon_controller
+from kapstan.api.wellknown import AUTOSCALER_LABEL, OWNER_CLUSTER_LABEL
 from kapstan.capi import contract as c
 from kapstan.install import bundle, examples, rbac
 from kapstan.kube.client import Object, Resource
@@ -122,7 +123,7 @@ def test_enabling_writes_the_credential_then_the_bundle_then_the_label() -> None
         "patch",
         "clusters",
         NAME,
-        {"metadata": {"labels": {bundle.CLUSTER_LABEL: NAME}}},
+        {"metadata": {"labels": {AUTOSCALER_LABEL: NAME}}},
     )
     applied = [call[1:3] for call in client.calls if call[0] == "apply"]
     assert applied.index(("clusterresourcesets", bundle.bundle_name(NAME))) == len(applied) - 1
@@ -132,7 +133,7 @@ def test_enabling_writes_the_credential_then_the_bundle_then_the_label() -> None
     for key, obj in client.objects.items():
         if key[0] not in ("clusters", "clusterclasses"):
             assert obj["metadata"]["ownerReferences"][0]["uid"] == "uid-1", key
-            assert obj["metadata"]["labels"][bundle.OWNER_LABEL] == NAME, key
+            assert obj["metadata"]["labels"][OWNER_CLUSTER_LABEL] == NAME, key
     credential = client.objects[("secrets", NS, f"{bundle.bundle_name(NAME)}-credentials")]
     delivered = yaml.safe_load(base64.b64decode(credential["data"]["credentials.yaml"]))
     kubeconfig = yaml.safe_load(base64.b64decode(delivered["data"]["kubeconfig"]))
@@ -180,7 +181,7 @@ def test_disabling_deletes_the_crs_first_the_workload_install_then_the_credentia
         return workload
 
     monkeypatch.setattr(addon_controller.Client, "connect", connect)
-    off = _cluster({"enabled": False}, labels={bundle.CLUSTER_LABEL: NAME})
+    off = _cluster({"enabled": False}, labels={AUTOSCALER_LABEL: NAME})
     addon.clusters.store.upsert(off)
     client.calls.clear()
     assert asyncio.run(addon.reconcile(f"{NS}/{NAME}")) == Result()
@@ -190,7 +191,7 @@ def test_disabling_deletes_the_crs_first_the_workload_install_then_the_credentia
         "patch",
         "clusters",
         NAME,
-        {"metadata": {"labels": {bundle.CLUSTER_LABEL: None}}},
+        {"metadata": {"labels": {AUTOSCALER_LABEL: None}}},
     )
     left = {
         k
@@ -215,7 +216,7 @@ def test_disabling_deletes_the_crs_first_the_workload_install_then_the_credentia
 def test_a_failed_workload_cleanup_keeps_the_label_for_the_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     secret = {"metadata": {"name": f"{NAME}-kubeconfig", "namespace": NS}, "data": {"value": "eA=="}}
     addon, client = _setup(
-        _cluster({"enabled": False}, labels={bundle.CLUSTER_LABEL: NAME}), (addon_controller.SECRETS, secret)
+        _cluster({"enabled": False}, labels={AUTOSCALER_LABEL: NAME}), (addon_controller.SECRETS, secret)
     )
 
     async def unreachable(path: str) -> FakeClient:
@@ -224,7 +225,7 @@ def test_a_failed_workload_cleanup_keeps_the_label_for_the_retry(monkeypatch: py
     monkeypatch.setattr(addon_controller.Client, "connect", unreachable)
     with pytest.raises(ApiError):
         asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
-    assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {bundle.CLUSTER_LABEL: NAME}
+    assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {AUTOSCALER_LABEL: NAME}
 
 
 def test_disabling_waits_for_the_crs_finalizer_before_touching_the_workload_cluster(
@@ -237,7 +238,7 @@ def test_disabling_waits_for_the_crs_finalizer_before_touching_the_workload_clus
             "finalizers": ["addons.cluster.x-k8s.io"],
         }
     }
-    cluster = _cluster({"enabled": False}, labels={bundle.CLUSTER_LABEL: NAME})
+    cluster = _cluster({"enabled": False}, labels={AUTOSCALER_LABEL: NAME})
     addon, client = _setup(cluster, (addon_controller.CLUSTERRESOURCESETS, crs))
 
     async def connect(path: str) -> FakeClient:
@@ -247,7 +248,7 @@ def test_disabling_waits_for_the_crs_finalizer_before_touching_the_workload_clus
     result = asyncio.run(addon.reconcile(f"{NS}/{NAME}"))
     assert result == Result(requeue_after=addon_controller.CRS_WAIT)
     assert [call[0] for call in client.calls] == ["delete"]
-    assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {bundle.CLUSTER_LABEL: NAME}
+    assert client.objects[("clusters", NS, NAME)]["metadata"]["labels"] == {AUTOSCALER_LABEL: NAME}
 
 
 def test_a_given_management_ca_replaces_the_clusters_own_in_the_delivered_kubeconfig() -> None:

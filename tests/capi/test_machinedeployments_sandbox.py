@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import (
     BelowMinSize,
     InsufficientCapacity,
@@ -24,7 +25,6 @@ from kapstan.capi import (
 )
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
-from kapstan.capi.provider import NODECLAIM_ANNOTATION
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Resource
 from kapstan.kube.errors import ApiError

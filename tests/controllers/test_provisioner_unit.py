@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from kapstan.api.wellknown import NODEPOOL_HASH_ANNOTATION, TERMINATION_FINALIZER
 from kapstan.controllers.provisioner import (
-    NODEPOOL_HASH_ANNOTATION,
-    TERMINATION_FINALIZER,
     Batcher,
     BatchWindow,
     counted_on_nodes,

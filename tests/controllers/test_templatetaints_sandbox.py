@@ -26,9 +26,9 @@ from controllers.controller_helpers import (
     unique,
 )
 from controllers.controller_helpers import standalone_pool as pool
+from kapstan.api.wellknown import REVISION_OF_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.controllers.templatetaints import (
-    REVISION_OF_ANNOTATION,
     TemplateTaints,
     revision_name,
     tainted_spec,

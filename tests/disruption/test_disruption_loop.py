@@ -33,13 +33,17 @@ from controllers.controller_helpers import (
     unique,
 )
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
+from kapstan.api.wellknown import (
+    DISRUPTION_COMMAND_ANNOTATION,
+    DISRUPTION_REPLACEMENT_ANNOTATION,
+    TERMINATION_FINALIZER,
+)
 from kapstan.capi import LaunchRequest
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
-from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
+from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.nominations import Nominations
-from kapstan.controllers.provisioner import TERMINATION_FINALIZER
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Client, Object
 from kapstan.kube.clock import FakeClock
@@ -194,13 +198,13 @@ def test_a_replace_whose_replacement_never_appeared_is_rolled_back(sandbox: Sand
     async def body(w: World) -> None:
         old, new = unique("old"), unique("new")
         command = _command((old,), (new,))
-        await w.claim(old, annotations={COMMAND_ANNOTATION: command.encode()}, tainted=True)
+        await w.claim(old, annotations={DISRUPTION_COMMAND_ANNOTATION: command.encode()}, tainted=True)
         await w.listed()
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: command.id}, initialized=None)
+        await w.claim(new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: command.id}, initialized=None)
         await w.disruption().reconcile()
         assert await w.deleting(new)
         assert await w.taints(f"node-{old}") == []
-        assert COMMAND_ANNOTATION not in await w.annotations(old)
+        assert DISRUPTION_COMMAND_ANNOTATION not in await w.annotations(old)
         assert not await w.deleting(old)
         await w.expect_events(old, ["DisruptionRolledBack"])
         assert await list_events(w.client, await w.get(new)) == []
@@ -212,8 +216,8 @@ def test_a_replace_whose_replacements_are_initialized_deletes_its_candidates(san
     async def body(w: World) -> None:
         old, new = unique("old"), unique("new")
         command = _command((old,), (new,))
-        await w.claim(old, annotations={COMMAND_ANNOTATION: command.encode()}, tainted=True)
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: command.id})
+        await w.claim(old, annotations={DISRUPTION_COMMAND_ANNOTATION: command.encode()}, tainted=True)
+        await w.claim(new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: command.id})
         disruption = w.disruption()
         async with running(w.state):
             await disruption.reconcile()
@@ -228,14 +232,14 @@ def test_a_replace_waits_for_replacements_that_are_not_initialized_yet(sandbox: 
     async def body(w: World) -> None:
         old, new = unique("old"), unique("new")
         command = _command((old,), (new,))
-        await w.claim(old, annotations={COMMAND_ANNOTATION: command.encode()}, tainted=True)
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: command.id}, initialized=None)
+        await w.claim(old, annotations={DISRUPTION_COMMAND_ANNOTATION: command.encode()}, tainted=True)
+        await w.claim(new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: command.id}, initialized=None)
         disruption = w.disruption()
         async with running(w.state):
             await disruption.reconcile()
         assert not await w.deleting(old)
         assert not await w.deleting(new)
-        assert (await w.annotations(old))[COMMAND_ANNOTATION] == command.encode()
+        assert (await w.annotations(old))[DISRUPTION_COMMAND_ANNOTATION] == command.encode()
         assert await w.taints(f"node-{old}") == [DISRUPTED]
 
     _scenario(sandbox, body)
@@ -245,12 +249,14 @@ def test_a_replacement_that_failed_rolls_the_command_back(sandbox: Sandbox) -> N
     async def body(w: World) -> None:
         old, new = unique("old"), unique("new")
         command = _command((old,), (new,))
-        await w.claim(old, annotations={COMMAND_ANNOTATION: command.encode()}, tainted=True)
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: command.id}, initialized=None, deleting=True)
+        await w.claim(old, annotations={DISRUPTION_COMMAND_ANNOTATION: command.encode()}, tainted=True)
+        await w.claim(
+            new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: command.id}, initialized=None, deleting=True
+        )
         disruption = w.disruption()
         async with running(w.state):
             await disruption.reconcile()
-        assert COMMAND_ANNOTATION not in await w.annotations(old)
+        assert DISRUPTION_COMMAND_ANNOTATION not in await w.annotations(old)
         assert await w.taints(f"node-{old}") == []
         assert not await w.deleting(old)
         await w.expect_events(old, ["DisruptionRolledBack"])
@@ -264,14 +270,14 @@ def test_a_recorded_delete_is_finished_and_a_finished_replace_releases_its_repla
     async def body(w: World) -> None:
         empty, new = unique("empty"), unique("new")
         recorded = _command((empty,), reason="empty")
-        await w.claim(empty, annotations={COMMAND_ANNOTATION: recorded.encode()})
+        await w.claim(empty, annotations={DISRUPTION_COMMAND_ANNOTATION: recorded.encode()})
         # The other command's candidate is gone: its replacement becomes an ordinary NodeClaim.
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: unique("c")})
+        await w.claim(new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: unique("c")})
         disruption = w.disruption()
         async with running(w.state):
             await disruption.reconcile()
         assert await w.deleting(empty)
-        assert REPLACEMENT_ANNOTATION not in await w.annotations(new)
+        assert DISRUPTION_REPLACEMENT_ANNOTATION not in await w.annotations(new)
         assert not await w.deleting(new)
 
     _scenario(sandbox, body)
@@ -294,15 +300,15 @@ def test_an_empty_node_goes_after_consolidate_after_and_the_validation_delay_and
 
             await eventually("the decision to wait for the validation delay", validating)
             assert not await w.deleting(idle)
-            assert COMMAND_ANNOTATION not in await w.annotations(idle)
+            assert DISRUPTION_COMMAND_ANNOTATION not in await w.annotations(idle)
             clock.advance(15.0)
             assert await task
         assert await w.deleting(idle)
-        command = Command.decode((await w.annotations(idle))[COMMAND_ANNOTATION])
+        command = Command.decode((await w.annotations(idle))[DISRUPTION_COMMAND_ANNOTATION])
         assert command is not None
         assert (command.reason, command.kind, command.candidates) == ("empty", "delete", (idle,))
         assert not await w.deleting(fresh)
-        assert COMMAND_ANNOTATION not in await w.annotations(fresh)
+        assert DISRUPTION_COMMAND_ANNOTATION not in await w.annotations(fresh)
 
     _scenario(sandbox, body)
 
@@ -318,7 +324,7 @@ def test_a_zero_budget_keeps_an_empty_node(sandbox: Sandbox) -> None:
         conditions = {c["type"]: c["status"] for c in (await w.get(idle))["status"]["conditions"]}
         assert conditions["Consolidatable"] == "True"
         assert not await w.deleting(idle)
-        assert COMMAND_ANNOTATION not in await w.annotations(idle)
+        assert DISRUPTION_COMMAND_ANNOTATION not in await w.annotations(idle)
         pool = await w.client.get(NODEPOOLS, w.pool)
 
         async def pool_told() -> bool:
@@ -364,8 +370,8 @@ def test_a_replace_whose_replacements_do_not_initialize_in_time_is_rolled_back(s
     async def body(w: World) -> None:
         old, new = unique("old"), unique("new")
         late = _command((old,), (new,), started=stamp(NOW - timedelta(seconds=1201)))
-        await w.claim(old, annotations={COMMAND_ANNOTATION: late.encode()}, tainted=True)
-        await w.claim(new, annotations={REPLACEMENT_ANNOTATION: late.id}, initialized=None)
+        await w.claim(old, annotations={DISRUPTION_COMMAND_ANNOTATION: late.encode()}, tainted=True)
+        await w.claim(new, annotations={DISRUPTION_REPLACEMENT_ANNOTATION: late.id}, initialized=None)
         disruption = w.disruption()
         async with running(w.state):
             await disruption.reconcile()
@@ -380,7 +386,9 @@ def test_a_replace_whose_replacements_do_not_initialize_in_time_is_rolled_back(s
 def test_a_delete_the_cache_has_not_seen_yet_is_not_sent_or_counted_twice(sandbox: Sandbox) -> None:
     async def body(w: World) -> None:
         empty = unique("empty")
-        await w.claim(empty, annotations={COMMAND_ANNOTATION: _command((empty,), reason="empty").encode()})
+        await w.claim(
+            empty, annotations={DISRUPTION_COMMAND_ANNOTATION: _command((empty,), reason="empty").encode()}
+        )
         await w.listed()  # and stopped: the watch does not bring the deletionTimestamp back
         disruption = w.disruption()
         await disruption.reconcile()

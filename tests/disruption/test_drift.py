@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from disruption_helpers import claim
 
+from kapstan.api.wellknown import NODEPOOL_HASH_VERSION
 from kapstan.controllers.disruption.drift import capi_drift, expired, nodepool_drift, requirements_drift
-from kapstan.controllers.provisioner import NODEPOOL_HASH_VERSION, nodepool_hash
+from kapstan.controllers.provisioner import nodepool_hash
 
 POOL = {"metadata": {"name": "pool"}, "spec": {"template": {"spec": {"requirements": []}}}}
 

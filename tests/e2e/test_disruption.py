@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from e2e_helpers import E2E
 
+from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
 from kapstan.capi import contract as c
-from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION
 from kapstan.kube.client import Resource
 from kapstan.kube.events import list_events
 from kapstan.kube.informer import Informer
@@ -269,7 +269,9 @@ def test_one_large_node_is_replaced_by_two_cheaper_small_ones(e2e: E2E) -> None:
 
     async def settled() -> bool:
         claims = await run.claims()
-        if any(REPLACEMENT_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims):
+        if any(
+            DISRUPTION_REPLACEMENT_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims
+        ):
             return False  # the command is complete once its replacements are ordinary NodeClaims
         return (
             await _replicas(run, "large") == 0
@@ -319,7 +321,9 @@ def test_a_restart_in_the_middle_of_a_replace_leaves_no_orphan_and_finishes_or_r
 
     async def replacing() -> bool:
         claims = await run.claims()
-        recorded = any(COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims)
+        recorded = any(
+            DISRUPTION_COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims
+        )
         return recorded and len(claims) == 3 and len(await run.machines()) >= 2
 
     e2e(run.wait_for("the replace under way", replacing, 180))
@@ -328,11 +332,13 @@ def test_a_restart_in_the_middle_of_a_replace_leaves_no_orphan_and_finishes_or_r
 
     async def settled() -> bool:
         claims = await run.claims()
-        if any(COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims):
+        if any(DISRUPTION_COMMAND_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims):
             return False
         if any(cl["metadata"].get("deletionTimestamp") for cl in claims):
             return False
-        if any(REPLACEMENT_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims):
+        if any(
+            DISRUPTION_REPLACEMENT_ANNOTATION in (cl["metadata"].get("annotations") or {}) for cl in claims
+        ):
             return False
         machines = await run.machines()
         return len(machines) == len(claims) and await run.running_pods("app") == 2
@@ -355,7 +361,8 @@ def test_a_restart_in_the_middle_of_a_replace_leaves_no_orphan_and_finishes_or_r
         assert flavors == ["c3-8", "c3-8"]
         assert large["metadata"]["name"] not in claims
     assert all(
-        REPLACEMENT_ANNOTATION not in (cl["metadata"].get("annotations") or {}) for cl in claims.values()
+        DISRUPTION_REPLACEMENT_ANNOTATION not in (cl["metadata"].get("annotations") or {})
+        for cl in claims.values()
     )
 
 

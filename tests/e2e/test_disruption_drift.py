@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from e2e_helpers import E2E
 
+from kapstan.api.wellknown import unregistered_taint
 from kapstan.capi import contract as c
 from kapstan.local import article
 from kapstan.local.apply import apply
@@ -58,7 +59,7 @@ def _drifted_setup(e2e: E2E) -> set[str]:
     assert len(original) == 3
     before = e2e(_bootstrap_ref(run))
     # A new revision of the worker class's bootstrap template, as a user would roll one out.
-    revision = kubeadm_config_template("c3-4-v2", ns, [article.UNREGISTERED])
+    revision = kubeadm_config_template("c3-4-v2", ns, [unregistered_taint()])
     revision["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]["kubeletExtraArgs"] = [
         {"name": "v", "value": "2"}
     ]

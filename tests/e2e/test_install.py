@@ -25,10 +25,11 @@ import yaml
 from click.testing import CliRunner
 
 from kapstan.addon.controller import CLUSTERRESOURCESETS, CONFIGMAPS, ROLES, SECRETS, SERVICEACCOUNTS
+from kapstan.api.wellknown import AUTOSCALER_LABEL, UNREGISTERED_TAINT_KEY, unregistered_taint
 from kapstan.capi import contract as c
 from kapstan.cli import main
 from kapstan.install import bundle, examples, rbac
-from kapstan.install.clusterclass import UNREGISTERED_TAINT, VARIABLE
+from kapstan.install.clusterclass import VARIABLE
 from kapstan.install.deployment import MANAGEMENT_SECRET
 from kapstan.kube import kinds
 from kapstan.kube.client import Client, Object, Resource
@@ -168,11 +169,11 @@ def test_setting_the_variable_installs_the_autoscaler_and_its_credential_through
 
     def cluster_labelled() -> bool:
         cluster = s(s.management.get(c.CLUSTERS, s.enabled, s.namespace))
-        return bool(cluster["metadata"].get("labels", {}).get(bundle.CLUSTER_LABEL) == s.enabled)
+        return bool(cluster["metadata"].get("labels", {}).get(AUTOSCALER_LABEL) == s.enabled)
 
     s.wait_for("the addon to label the Cluster", cluster_labelled)
     crs = s(s.management.get(CLUSTERRESOURCESETS, bundle.bundle_name(s.enabled), s.namespace))
-    assert crs["spec"]["clusterSelector"] == {"matchLabels": {bundle.CLUSTER_LABEL: s.enabled}}
+    assert crs["spec"]["clusterSelector"] == {"matchLabels": {AUTOSCALER_LABEL: s.enabled}}
     assert crs["spec"]["strategy"] == "Reconcile"
 
     def deployment() -> Object | None:
@@ -198,7 +199,7 @@ def test_setting_the_variable_installs_the_autoscaler_and_its_credential_through
     assert s(_get(s.management, DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE)) is None
     # The Cluster that never set the variable got nothing.
     other = s(s.management.get(c.CLUSTERS, s.disabled, s.namespace))
-    assert bundle.CLUSTER_LABEL not in other["metadata"].get("labels", {})
+    assert AUTOSCALER_LABEL not in other["metadata"].get("labels", {})
     assert s(_get(s.management, CLUSTERRESOURCESETS, bundle.bundle_name(s.disabled), s.namespace)) is None
 
 
@@ -223,7 +224,7 @@ def _bootstrap_taints(s: Setup, cluster: str) -> dict[str, list[Object]]:
 
 def test_the_topology_patch_taints_the_autoscaled_classes_only(setup: Setup) -> None:
     s = setup
-    taint = dict(UNREGISTERED_TAINT)
+    taint = unregistered_taint()
     # c3-16 can be autoscaled (the ClusterClass has its patch) but this Cluster's workerClasses leave it out.
     expected = {"system": [], "c3-4": [taint], "c3-8": [taint], "c3-16": []}
 
@@ -383,7 +384,7 @@ def test_an_autoscaler_started_as_rendered_with_the_delivered_credential_provisi
         node = s(s.workload.get(kinds.NODES, pod["spec"]["nodeName"]))
         # The cheapest flavor that fits 1.5 vCPU, from a class the variable handed to kapstan.
         assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "c3-4"
-        assert not any(t["key"] == UNREGISTERED_TAINT["key"] for t in node["spec"].get("taints", []))
+        assert not any(t["key"] == UNREGISTERED_TAINT_KEY for t in node["spec"].get("taints", []))
     finally:
         # Let kapstan take its node away again before it stops, so nothing is left for the next test.
         s(s.workload.delete(kinds.NAMESPACES, app_ns))
@@ -421,7 +422,7 @@ def test_turning_the_variable_off_removes_the_label_crs_credential_and_workload_
 
     def unlabelled() -> bool:
         got = s(s.management.get(c.CLUSTERS, s.enabled, s.namespace))
-        return bundle.CLUSTER_LABEL not in got["metadata"].get("labels", {})
+        return AUTOSCALER_LABEL not in got["metadata"].get("labels", {})
 
     s.wait_for("the label to go", unlabelled)
     prefix = bundle.bundle_name(s.enabled)

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from kapstan.api.wellknown import AUTOSCALER_LABEL
 from kapstan.cli import main
 from kapstan.install import bundle, clusterclass, examples, rbac
 from kapstan.install.clusterclass import PATCH_PREFIX, VARIABLE, WorkerFlavor, merge, settings
@@ -133,7 +134,7 @@ def test_the_bundle_delivers_every_group_in_order_and_the_credential_as_a_resour
     crs = objects[-1]
     assert crs["kind"] == "ClusterResourceSet" and crs["metadata"]["namespace"] == "team-a"
     assert crs["spec"]["strategy"] == "Reconcile"
-    assert crs["spec"]["clusterSelector"] == {"matchLabels": {bundle.CLUSTER_LABEL: "prod"}}
+    assert crs["spec"]["clusterSelector"] == {"matchLabels": {AUTOSCALER_LABEL: "prod"}}
     assert crs["spec"]["resources"] == [
         {"kind": "ConfigMap", "name": "kapstan-prod-crds"},
         {"kind": "ConfigMap", "name": "kapstan-prod-install"},

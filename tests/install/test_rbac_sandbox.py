@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
+from kapstan.api.wellknown import MACHINE_ANNOTATION, NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
-from kapstan.capi.provider import NODECLAIM_ANNOTATION
-from kapstan.controllers.lifecycle import MACHINE_ANNOTATION
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.install import rbac
 from kapstan.install.crds import crds

@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from kapstan.api.wellknown import AUTOSCALER_LABEL, OWNER_CLUSTER_LABEL
 from kapstan.capi import contract as c
 from kapstan.install import bundle, rbac
 from kapstan.install.clusterclass import Settings, instance_types, settings
@@ -114,7 +115,7 @@ class Addon:
         wanted = settings(cluster)
         if wanted.enabled and cluster.get("spec", {}).get("topology"):
             return await self.enable(cluster, wanted)
-        if bundle.CLUSTER_LABEL in (cluster["metadata"].get("labels") or {}):
+        if AUTOSCALER_LABEL in (cluster["metadata"].get("labels") or {}):
             return await self.disable(cluster)
         return Result()
 
@@ -152,8 +153,8 @@ class Addon:
         )
         for manifest in bundle.bundle(namespace, name, groups, kubeconfig, namespace=self.options.namespace):
             await self._apply(owned(manifest))
-        if (meta.get("labels") or {}).get(bundle.CLUSTER_LABEL) != name:
-            patch = {"metadata": {"labels": {bundle.CLUSTER_LABEL: name}}}
+        if (meta.get("labels") or {}).get(AUTOSCALER_LABEL) != name:
+            patch = {"metadata": {"labels": {AUTOSCALER_LABEL: name}}}
             await self.client.patch(c.CLUSTERS, name, patch, namespace=namespace)
             log.info("kapstan enabled for Cluster %s/%s", namespace, name)
         # Cluster events do not cover a deleted bundle object or a changed ClusterClass; a periodic look
@@ -179,7 +180,7 @@ class Addon:
             out = {**manifest, "metadata": {**manifest["metadata"]}}
             out["metadata"]["labels"] = {
                 **out["metadata"].get("labels", {}),
-                bundle.OWNER_LABEL: meta["name"],
+                OWNER_CLUSTER_LABEL: meta["name"],
             }
             out["metadata"]["ownerReferences"] = [owner]
             return out
@@ -229,7 +230,7 @@ class Addon:
         ):
             await _absent(self.client.delete(resource, object_name, namespace))
         await self.client.patch(
-            c.CLUSTERS, name, {"metadata": {"labels": {bundle.CLUSTER_LABEL: None}}}, namespace=namespace
+            c.CLUSTERS, name, {"metadata": {"labels": {AUTOSCALER_LABEL: None}}}, namespace=namespace
         )
         log.info("kapstan removed from Cluster %s/%s", namespace, name)
         return Result()

@@ -27,12 +27,11 @@ from kapstan.api.meta import (
     TemplateMeta,
     to_milli_checked,
 )
+from kapstan.api.wellknown import INITIALIZED
 from kapstan.scheduling.model import NODE_OPERATORS
 
 NODECLASS_GROUP = "karpenter.cluster.x-k8s.io"
 NODECLASS_KIND = "ClusterAPINodeClass"
-UNREGISTERED_TAINT = "karpenter.sh/unregistered"
-"""The taint a node registers with until its NodeClaim has synced it (Karpenter's registration gate)."""
 
 
 class Requirement(NodeSelectorRequirement):
@@ -146,7 +145,7 @@ class NodeClaim(KubeObject):
 
     @property
     def initialized(self) -> bool:
-        return any(c.type == "Initialized" and c.status == "True" for c in self.status.conditions)
+        return any(c.type == INITIALIZED and c.status == "True" for c in self.status.conditions)
 
 
 @dataclass(frozen=True)

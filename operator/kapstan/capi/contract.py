@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+# The CAPI labels, annotations and conditions the provider reads, re-exported: they are defined in
+# api/wellknown.py with the rest of kapstan's vocabulary, and read here as ``c.*`` with the paths.
+from kapstan.api.wellknown import CLUSTER_NAME_LABEL as CLUSTER_NAME_LABEL
+from kapstan.api.wellknown import DELETE_MACHINE_ANNOTATION as DELETE_MACHINE_ANNOTATION
+from kapstan.api.wellknown import DEPLOYMENT_NAME_LABEL as DEPLOYMENT_NAME_LABEL
+from kapstan.api.wellknown import MAX_SIZE_ANNOTATION as MAX_SIZE_ANNOTATION
+from kapstan.api.wellknown import MIN_SIZE_ANNOTATION as MIN_SIZE_ANNOTATION
+from kapstan.api.wellknown import PAUSED_ANNOTATION as PAUSED_ANNOTATION
+from kapstan.api.wellknown import ROLLING_OUT_CONDITION as ROLLING_OUT_CONDITION
+from kapstan.api.wellknown import TOPOLOGY_DEPLOYMENT_LABEL as TOPOLOGY_DEPLOYMENT_LABEL
 from kapstan.kube.client import Object, Resource
 
 GROUP, VERSION = "cluster.x-k8s.io", "v1beta2"
@@ -19,15 +29,6 @@ CLUSTERCLASSES = Resource(GROUP, VERSION, "clusterclasses", "ClusterClass")
 KUBEADMCONFIGTEMPLATES = Resource(
     "bootstrap.cluster.x-k8s.io", "v1beta2", "kubeadmconfigtemplates", "KubeadmConfigTemplate"
 )
-
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
-TOPOLOGY_DEPLOYMENT_LABEL = "topology.cluster.x-k8s.io/deployment-name"
-PAUSED_ANNOTATION = "cluster.x-k8s.io/paused"
-DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine"
-MIN_SIZE_ANNOTATION = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
-MAX_SIZE_ANNOTATION = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
-ROLLING_OUT_CONDITION = "RollingOut"
 
 
 def _get(obj: Object, *path: str) -> Any:

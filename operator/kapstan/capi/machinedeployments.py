@@ -16,10 +16,10 @@ import builtins
 import time
 from collections import defaultdict
 
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi import topology
 from kapstan.capi.provider import (
-    NODECLAIM_ANNOTATION,
     BelowMinSize,
     CloudProvider,
     CreateError,

@@ -15,10 +15,6 @@ from typing import Protocol
 
 from kapstan.catalog import FlavorSource
 
-NODECLAIM_ANNOTATION = "kapstan.io/nodeclaim"
-"""On a Machine: the NodeClaim that owns it. An annotation, not a ``node.cluster.x-k8s.io/*`` label,
-because those propagate to the Node."""
-
 
 @dataclass(frozen=True)
 class MachineRef:

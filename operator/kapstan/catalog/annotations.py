@@ -14,25 +14,29 @@ from cachetools import LRUCache, cached
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.meta import parse_price, to_milli_checked
+from kapstan.api.wellknown import (
+    CAPACITY_CPU_ANNOTATION,
+    CAPACITY_EPHEMERAL_DISK_ANNOTATION,
+    CAPACITY_GPU_COUNT_ANNOTATION,
+    CAPACITY_GPU_TYPE_ANNOTATION,
+    CAPACITY_LABELS_ANNOTATION,
+    CAPACITY_MAX_PODS_ANNOTATION,
+    CAPACITY_MEMORY_ANNOTATION,
+    CAPACITY_TAINTS_ANNOTATION,
+    GPU_PRODUCT_LABEL,
+    MANAGED_ANNOTATION,
+    MEMBER_LABEL,
+    PRICE_ANNOTATION,
+)
 from kapstan.scheduling.model import Taint, TaintEffect
 
-CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
-CPU = CAPACITY + "cpu"
-MEMORY = CAPACITY + "memory"
-EPHEMERAL_DISK = CAPACITY + "ephemeral-disk"
-MAX_PODS = CAPACITY + "maxPods"
-GPU_COUNT = CAPACITY + "gpu-count"
-GPU_TYPE = CAPACITY + "gpu-type"
-LABELS = CAPACITY + "labels"
-TAINTS = CAPACITY + "taints"
-PRICE = "kapstan.io/price-per-hour"
-MANAGED = "kapstan.io/managed"
-MEMBER_LABEL = "node.cluster.x-k8s.io/karpenter-member"
-"""karpenter-provider-cluster-api's membership label, honoured so existing setups work unchanged."""
-
 DEFAULT_GPU = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-_RESOURCES = {CPU: "cpu", MEMORY: "memory", EPHEMERAL_DISK: "ephemeral-storage", MAX_PODS: "pods"}
+_RESOURCES = {
+    CAPACITY_CPU_ANNOTATION: "cpu",
+    CAPACITY_MEMORY_ANNOTATION: "memory",
+    CAPACITY_EPHEMERAL_DISK_ANNOTATION: "ephemeral-storage",
+    CAPACITY_MAX_PODS_ANNOTATION: "pods",
+}
 _EFFECTS: Mapping[str, TaintEffect] = {
     "NoSchedule": "NoSchedule",
     "PreferNoSchedule": "PreferNoSchedule",
@@ -42,7 +46,7 @@ _EFFECTS: Mapping[str, TaintEffect] = {
 
 def is_managed(labels: Mapping[str, str], annotations: Mapping[str, str]) -> bool:
     """Whether kapstan may scale this MD or worker class."""
-    return MEMBER_LABEL in labels or annotations.get(MANAGED) == "true"
+    return MEMBER_LABEL in labels or annotations.get(MANAGED_ANNOTATION) == "true"
 
 
 @dataclass(frozen=True)
@@ -64,22 +68,22 @@ def read_annotations(annotations: Mapping[str, str]) -> ScaleFromZero:
 def _parse(items: frozenset[tuple[str, str]]) -> ScaleFromZero:
     annotations = dict(items)
     capacity = {name: _amount(annotations, key) for key, name in _RESOURCES.items() if key in annotations}
-    labels = _labels(annotations.get(LABELS, ""))
-    if GPU_COUNT in annotations:
-        gpu_type = annotations.get(GPU_TYPE, DEFAULT_GPU)
+    labels = _labels(annotations.get(CAPACITY_LABELS_ANNOTATION, ""))
+    if CAPACITY_GPU_COUNT_ANNOTATION in annotations:
+        gpu_type = annotations.get(CAPACITY_GPU_TYPE_ANNOTATION, DEFAULT_GPU)
         # Cluster-autoscaler's convention is a resource name ("nvidia.com/gpu"); a bare model name
         # ("nvidia-tesla-t4") is kept as the GPU product label on the default resource.
         resource = gpu_type if "/" in gpu_type else DEFAULT_GPU
-        capacity[resource] = _amount(annotations, GPU_COUNT)
+        capacity[resource] = _amount(annotations, CAPACITY_GPU_COUNT_ANNOTATION)
         if "/" not in gpu_type:
             labels[GPU_PRODUCT_LABEL] = gpu_type
     price = None
-    if PRICE in annotations:
+    if PRICE_ANNOTATION in annotations:
         try:
-            price = parse_price(annotations[PRICE])
+            price = parse_price(annotations[PRICE_ANNOTATION])
         except ValueError as error:
-            raise ManifestError("", f"[{PRICE}]", str(error)) from None
-    return ScaleFromZero(capacity, labels, _taints(annotations.get(TAINTS, "")), price)
+            raise ManifestError("", f"[{PRICE_ANNOTATION}]", str(error)) from None
+    return ScaleFromZero(capacity, labels, _taints(annotations.get(CAPACITY_TAINTS_ANNOTATION, "")), price)
 
 
 def _amount(annotations: Mapping[str, str], key: str) -> int:
@@ -95,7 +99,9 @@ def _labels(text: str) -> dict[str, str]:
         key, equals, value = item.partition("=")
         if not equals or not key:
             raise ManifestError(
-                "", f"[{LABELS}]", f"invalid label {item!r}: expected key=value pairs separated by commas"
+                "",
+                f"[{CAPACITY_LABELS_ANNOTATION}]",
+                f"invalid label {item!r}: expected key=value pairs separated by commas",
             )
         labels[key.strip()] = value.strip()
     return labels
@@ -109,7 +115,7 @@ def _taints(text: str) -> tuple[Taint, ...]:
         if not colon or not key or effect not in _EFFECTS:
             raise ManifestError(
                 "",
-                f"[{TAINTS}]",
+                f"[{CAPACITY_TAINTS_ANNOTATION}]",
                 f"invalid taint {item!r}: expected key=value:Effect or key:Effect, "
                 f"Effect one of {', '.join(_EFFECTS)}",
             )

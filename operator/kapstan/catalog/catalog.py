@@ -18,12 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kapstan.api.errors import ManifestError
-from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.api.manifests import Manifests
 from kapstan.api.quantity import format_quantity
+from kapstan.api.wellknown import CAPACITY_CPU_ANNOTATION, CAPACITY_MEMORY_ANNOTATION, UNREGISTERED_TAINT_KEY
 from kapstan.catalog import contract
-from kapstan.catalog.annotations import CPU as CPU_ANNOTATION
-from kapstan.catalog.annotations import MEMORY as MEMORY_ANNOTATION
 from kapstan.catalog.annotations import ScaleFromZero, read_annotations
 from kapstan.catalog.nodeclass import NodeClassSettings
 from kapstan.catalog.sources import Candidate, FlavorSource, candidates
@@ -191,7 +189,10 @@ def _describe(candidate: Candidate) -> Flavor:
     labels[INSTANCE_TYPE] = name
     join_taints = candidate.bootstrap.taints if candidate.bootstrap else []
     taints = dict.fromkeys(
-        [*sfz.taints, *(Taint(t.key, t.effect, t.value) for t in join_taints if t.key != UNREGISTERED_TAINT)]
+        [
+            *sfz.taints,
+            *(Taint(t.key, t.effect, t.value) for t in join_taints if t.key != UNREGISTERED_TAINT_KEY),
+        ]
     )
     offer = FlavorOffer(zone, capacity_type, sfz.price, candidate.source)
     return Flavor(name, capacity, labels, tuple(taints), (offer,), candidate.obj)
@@ -209,7 +210,7 @@ def _capacity(candidate: Candidate, sfz: ScaleFromZero) -> dict[str, int]:
         raise ManifestError(
             candidate.obj,
             candidate.annotations_field,
-            f"no {' or '.join(missing)} capacity for this flavor: set the annotations {CPU_ANNOTATION} and {MEMORY_ANNOTATION}, "
+            f"no {' or '.join(missing)} capacity for this flavor: set the annotations {CAPACITY_CPU_ANNOTATION} and {CAPACITY_MEMORY_ANNOTATION}, "
             f"or give {template} a status.capacity" + ("" if candidate.infra else " (template not found)"),
         )
     capacity.setdefault(PODS, DEFAULT_MAX_PODS * 1000)

@@ -29,9 +29,8 @@ from kapstan.api.capi import (
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
 from kapstan.api.meta import TemplateMeta
+from kapstan.api.wellknown import TOPOLOGY_OWNED_LABEL
 from kapstan.catalog.annotations import is_managed
-
-TOPOLOGY_OWNED = "topology.cluster.x-k8s.io/owned"
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def candidates(manifests: Manifests, cluster: tuple[str, str] | None = None) -> 
     topology_clusters = {(c.namespace, c.name) for c in manifests.clusters if c.spec.topology}
     for md in manifests.machine_deployments:
         key = (md.namespace, md.spec.cluster_name)
-        generated = TOPOLOGY_OWNED in md.metadata.labels and key in topology_clusters
+        generated = TOPOLOGY_OWNED_LABEL in md.metadata.labels and key in topology_clusters
         if (
             is_managed(md.metadata.labels, md.metadata.annotations)
             and not generated

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from kapstan.api.karpenter import UNREGISTERED_TAINT
-from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
 from kapstan.kube.controller import Controller, Result
@@ -39,7 +38,7 @@ class Adoption:
         if node is None:
             return Result()
         taints = node.get("spec", {}).get("taints") or []
-        if not any(t.get("key") == UNREGISTERED_TAINT for t in taints):
+        if not any(t.get("key") == UNREGISTERED_TAINT_KEY for t in taints):
             return Result()
         provider_id = node.get("spec", {}).get("providerID", "")
         if provider_id and self.state.node_claims.store.by_index(PROVIDER_ID, provider_id):
@@ -50,7 +49,7 @@ class Adoption:
         age = cond.age_seconds(node["metadata"].get("creationTimestamp"))
         if not machines and age < GRACE:
             return Result(requeue_after=GRACE - age)
-        kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT]
+        kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT_KEY]
         patch = {
             "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
             "spec": {"taints": kept},
@@ -58,6 +57,9 @@ class Adoption:
         await self.state.workload.patch(NODES, key, patch)
         log.info("adopted node", extra={"node": key})
         await self.events.emit(
-            node, "Normal", "Adopted", f"no NodeClaim owns this node: removed the {UNREGISTERED_TAINT} taint"
+            node,
+            "Normal",
+            "Adopted",
+            f"no NodeClaim owns this node: removed the {UNREGISTERED_TAINT_KEY} taint",
         )
         return Result()

@@ -18,8 +18,19 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kapstan.api.karpenter import UNREGISTERED_TAINT
 from kapstan.api.quantity import format_quantity
+from kapstan.api.wellknown import (
+    INITIALIZED,
+    INITIALIZED_LABEL,
+    LAUNCHED,
+    MACHINE_ANNOTATION,
+    PRICE_ANNOTATION,
+    READY,
+    REGISTERED,
+    REGISTERED_LABEL,
+    REGISTRATION_HEALTHY,
+    UNREGISTERED_TAINT_KEY,
+)
 from kapstan.capi.provider import (
     CloudProvider,
     CreateError,
@@ -31,7 +42,6 @@ from kapstan.capi.provider import (
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.provisioner import PRICE_ANNOTATION
 from kapstan.controllers.state import BY_NODECLAIM, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -44,11 +54,6 @@ from kapstan.snapshot import SimulationInput
 
 log = logging.getLogger(__name__)
 
-REGISTERED_LABEL = "karpenter.sh/registered"
-INITIALIZED_LABEL = "karpenter.sh/initialized"
-MACHINE_ANNOTATION = "kapstan.io/machine"
-LAUNCHED, REGISTERED, INITIALIZED, READY = "Launched", "Registered", "Initialized", "Ready"
-REGISTRATION_HEALTHY = "NodeRegistrationHealthy"
 
 CatalogSource = Callable[[], Awaitable[SimulationInput]]
 """The live catalog and instance types (``ClusterState.simulation_input`` without pods)."""
@@ -186,7 +191,9 @@ class Lifecycle:
         node = nodes[0]
         spec = claim.get("spec", {})
         wanted_taints = [*spec.get("taints", []), *spec.get("startupTaints", [])]
-        taints = [t for t in node.get("spec", {}).get("taints") or [] if t.get("key") != UNREGISTERED_TAINT]
+        taints = [
+            t for t in node.get("spec", {}).get("taints") or [] if t.get("key") != UNREGISTERED_TAINT_KEY
+        ]
         taints += [t for t in wanted_taints if not any(_same_taint(t, have) for have in taints)]
         labels = {**(claim["metadata"].get("labels") or {}), REGISTERED_LABEL: "true"}
         patch = {
@@ -224,7 +231,7 @@ class Lifecycle:
         waiting = [
             t for t in node.get("spec", {}).get("taints") or [] if any(_same_taint(t, s) for s in startup)
         ]
-        if not cond.is_true(node, "Ready") or waiting:
+        if not cond.is_true(node, READY) or waiting:
             return Result()  # the Node's next change brings us back
         if (node["metadata"].get("labels") or {}).get(INITIALIZED_LABEL) != "true":
             await self.state.workload.patch(

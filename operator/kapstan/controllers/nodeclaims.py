@@ -3,7 +3,7 @@ termination. One queue for both means one claim is never launched and terminated
 
 from __future__ import annotations
 
-from kapstan.capi.provider import NODECLAIM_ANNOTATION
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.controllers.lifecycle import Lifecycle
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
 from kapstan.controllers.termination import Terminator

@@ -6,17 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from kapstan.api.duration import parse_duration
+from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, MIRROR_POD_ANNOTATION
 from kapstan.controllers import conditions as cond
 from kapstan.kube.client import Object
-
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def drained(pod: Object) -> bool:
     """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished."""
     meta = pod["metadata"]
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+    if MIRROR_POD_ANNOTATION in (meta.get("annotations") or {}):
         return False
     if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or []):
         return False
@@ -35,7 +33,7 @@ def pod_key(pod: Object) -> str:
 def do_not_disrupt(obj: Object, now: datetime) -> bool:
     """``karpenter.sh/do-not-disrupt``: ``"true"`` protects; a duration protects for that long after the
     pod started; anything else protects too (a typo must not expose a pod its owner meant to keep)."""
-    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT)
+    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT_ANNOTATION)
     if value is None:
         return False
     if value.strip().lower() == "false":

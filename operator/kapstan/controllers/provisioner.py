@@ -25,6 +25,13 @@ from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.api.quantity import format_quantity
+from kapstan.api.wellknown import (
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
+    PRICE_ANNOTATION,
+    TERMINATION_FINALIZER,
+)
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.alternatives import ranked_alternatives
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
@@ -47,11 +54,6 @@ from kapstan.snapshot import build_simulation_input
 
 log = logging.getLogger(__name__)
 
-NODEPOOL_HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
-NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
-NODEPOOL_HASH_VERSION = "v3"
-PRICE_ANNOTATION = "kapstan.io/price-per-hour"
-TERMINATION_FINALIZER = "karpenter.sh/termination"
 EVENT_CONCURRENCY = 16
 _NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
 

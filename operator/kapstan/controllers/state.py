@@ -22,8 +22,8 @@ from cachetools import TTLCache
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
-from kapstan.capi.provider import NODECLAIM_ANNOTATION
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.nominations import Nominations
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource

@@ -30,9 +30,15 @@ from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, ClusterAPINodeClass, NodePool
 from kapstan.api.meta import to_milli_checked
 from kapstan.api.quantity import format_quantity
+from kapstan.api.wellknown import (
+    NODECLASS_READY,
+    PRICE_ANNOTATION,
+    READY,
+    UNREGISTERED_TAINT_CONDITION,
+    VALIDATION_SUCCEEDED,
+)
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.provisioner import PRICE_ANNOTATION
 from kapstan.controllers.state import BY_NODEPOOL, ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
@@ -46,10 +52,6 @@ from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
 
-READY = "Ready"
-NODECLASS_READY = "NodeClassReady"
-VALIDATION_SUCCEEDED = "ValidationSucceeded"
-UNREGISTERED_TAINT_CONDITION = "UnregisteredTaint"
 NODES_RESOURCE = "nodes"
 PRICE_TABLE_RECHECK = 300.0
 """Seconds between looks at a price table ConfigMap: there is no informer for ConfigMaps."""

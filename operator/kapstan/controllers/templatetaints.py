@@ -26,10 +26,15 @@ import logging
 import re
 from typing import Any
 
-from kapstan.api.karpenter import UNREGISTERED_TAINT
+from kapstan.api.wellknown import (
+    REVISION_OF_ANNOTATION,
+    TOPOLOGY_OWNED_LABEL,
+    UNREGISTERED_TAINT_EFFECT,
+    UNREGISTERED_TAINT_KEY,
+    unregistered_taint,
+)
 from kapstan.capi import contract as c
 from kapstan.catalog.annotations import is_managed
-from kapstan.catalog.sources import TOPOLOGY_OWNED
 from kapstan.controllers.state import BY_DEPLOYMENT, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Controller, Result
@@ -39,10 +44,7 @@ from kapstan.kube.store import Event, object_key
 
 log = logging.getLogger(__name__)
 
-UNREGISTERED_EFFECT = "NoExecute"
-TAINT_TEXT = f"{UNREGISTERED_TAINT}:{UNREGISTERED_EFFECT}"
-REVISION_OF_ANNOTATION = "kapstan.io/revision-of"
-"""On a template revision kapstan made: the template it was copied from."""
+TAINT_TEXT = f"{UNREGISTERED_TAINT_KEY}:{UNREGISTERED_TAINT_EFFECT}"
 TAINTED_REASON = "TemplateTainted"
 BOOTSTRAP_KIND = "KubeadmConfigTemplate"
 PAUSED_RETRY = 30.0  # seconds; the Cluster's and the MD's watch events usually come sooner
@@ -56,7 +58,7 @@ _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 def has_unregistered_taint(template: Object) -> bool:
     """Whether a KubeadmConfigTemplate makes nodes join with ``karpenter.sh/unregistered:NoExecute``."""
     return any(
-        taint.get("key") == UNREGISTERED_TAINT and taint.get("effect") == UNREGISTERED_EFFECT
+        taint.get("key") == UNREGISTERED_TAINT_KEY and taint.get("effect") == UNREGISTERED_TAINT_EFFECT
         for taint in _taints(template)
     )
 
@@ -71,7 +73,7 @@ def tainted_spec(template: Object) -> dict[str, Any]:
         .setdefault("nodeRegistration", {})
     )
     taints = list(node_registration.get("taints") or [])
-    taints.append({"key": UNREGISTERED_TAINT, "effect": UNREGISTERED_EFFECT})
+    taints.append(unregistered_taint())
     node_registration["taints"] = taints
     return spec
 
@@ -93,7 +95,7 @@ def bootstrap_ref(md: Object) -> dict[str, Any]:
 
 
 def topology_owned(md: Object) -> bool:
-    return TOPOLOGY_OWNED in c.labels_of(md)
+    return TOPOLOGY_OWNED_LABEL in c.labels_of(md)
 
 
 def managed(obj: Object) -> bool:
@@ -144,7 +146,7 @@ def _untainted_worker_classes(state: ClusterState, generated: set[str]) -> list[
     cluster_class = state.cluster_classes.store.get_by_name(str(class_ref.get("name", "")), namespace)
     if cluster_class is None:
         return []  # in another namespace than the Cluster: kapstan does not watch it
-    if UNREGISTERED_TAINT in json.dumps(cluster_class.get("spec", {}).get("patches") or []):
+    if UNREGISTERED_TAINT_KEY in json.dumps(cluster_class.get("spec", {}).get("patches") or []):
         return []
     entries = c.topology_entries(cluster)
     workers = cluster_class.get("spec", {}).get("workers", {}).get("machineDeployments") or []

@@ -21,10 +21,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kapstan.api.duration import parse_duration
+from kapstan.api.wellknown import (
+    DISRUPTED_TAINT_KEY,
+    DO_NOT_DISRUPT_ANNOTATION,
+    TERMINATION_FINALIZER,
+    disrupted_taint,
+)
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
 from kapstan.controllers.conditions import age_seconds
-from kapstan.controllers.pods import DO_NOT_DISRUPT, do_not_disrupt, drained
-from kapstan.controllers.provisioner import TERMINATION_FINALIZER
+from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -36,9 +41,8 @@ from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
 
-DISRUPTED_TAINT = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
 DO_NOT_DISRUPT_WAIT = (
-    f"not evicted: annotated {DO_NOT_DISRUPT}; the node waits for it to end, or deletes it at its "
+    f"not evicted: annotated {DO_NOT_DISRUPT_ANNOTATION}; the node waits for it to end, or deletes it at its "
     "terminationGracePeriod"
 )
 
@@ -102,11 +106,11 @@ class Terminator:
 
     async def _taint(self, node: Object) -> None:
         taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
-        if any(t.get("key") == DISRUPTED_TAINT["key"] for t in taints):
+        if any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints):
             return
         patch = {
             "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-            "spec": {"taints": [*taints, DISRUPTED_TAINT]},
+            "spec": {"taints": [*taints, disrupted_taint()]},
         }
         await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
 

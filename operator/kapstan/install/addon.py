@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kapstan.api.wellknown import CONTROL_PLANE_TAINT_KEY
 from kapstan.install import rbac
 from kapstan.install.deployment import DEFAULT_IMAGE, NONROOT
 
@@ -94,7 +95,7 @@ def addon_deployment(
                     "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}],
                     "tolerations": [
                         {
-                            "key": "node-role.kubernetes.io/control-plane",
+                            "key": CONTROL_PLANE_TAINT_KEY,
                             "operator": "Exists",
                             "effect": "NoSchedule",
                         }

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from kapstan.api.wellknown import AUTOSCALER_LABEL, INSTANCE_TYPE, OWNER_CLUSTER_LABEL
 from kapstan.install import rbac
 from kapstan.install.clusterclass import Settings
 from kapstan.install.crds import crds
@@ -30,10 +31,6 @@ Manifest = dict[str, Any]
 
 CRS_API = "addons.cluster.x-k8s.io/v1beta2"
 RESOURCE_SET_SECRET = "addons.cluster.x-k8s.io/resource-set"
-CLUSTER_LABEL = "kapstan.io/autoscaler"
-"""On a Cluster: its own name, set by the addon while the variable is on; the CRS selects it."""
-OWNER_LABEL = "kapstan.io/cluster"
-"""On every management-side object the addon creates for a Cluster: that Cluster's name."""
 DEFAULT_NODEPOOL = "default"
 KUBECONFIG_KEY = "kubeconfig"
 
@@ -53,9 +50,7 @@ def node_pool(settings: Settings, instance_types: Sequence[str], name: str = DEF
     """The default NodePool from the variable's ``nodePool`` values, limited to ``instance_types`` (the
     flavors of ``workerClasses``) so kapstan never scales a class the Cluster did not hand it."""
     requirements = (
-        [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(instance_types)}]
-        if instance_types
-        else []
+        [{"key": INSTANCE_TYPE, "operator": "In", "values": list(instance_types)}] if instance_types else []
     )
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -149,7 +144,7 @@ def bundle(
     """ConfigMaps (one per group of ``workload_install``), the credential Secret when ``kubeconfig`` is
     given, and the ClusterResourceSet applying them in order to the Cluster labelled for it."""
     name = bundle_name(cluster_name)
-    labels = {**_labels(), OWNER_LABEL: cluster_name}
+    labels = {**_labels(), OWNER_CLUSTER_LABEL: cluster_name}
     parts = ["crds", "install", "nodepool"]
     if len(groups) != len(parts):
         raise ValueError(f"expected {len(parts)} groups of manifests, got {len(groups)}")
@@ -187,7 +182,7 @@ def bundle(
             "kind": "ClusterResourceSet",
             "metadata": {"name": name, "namespace": cluster_namespace, "labels": labels},
             "spec": {
-                "clusterSelector": {"matchLabels": {CLUSTER_LABEL: cluster_name}},
+                "clusterSelector": {"matchLabels": {AUTOSCALER_LABEL: cluster_name}},
                 # Reconcile, not ApplyOnce: a new image or NodePool setting reaches running clusters, and
                 # a deleted kapstan object comes back.
                 "strategy": "Reconcile",

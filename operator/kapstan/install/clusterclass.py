@@ -30,21 +30,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kapstan.api.wellknown import (
+    CAPACITY_CPU_ANNOTATION,
+    CAPACITY_LABELS_ANNOTATION,
+    CAPACITY_MAX_PODS_ANNOTATION,
+    CAPACITY_MEMORY_ANNOTATION,
+    INSTANCE_TYPE,
+    MANAGED_ANNOTATION,
+    MAX_SIZE_ANNOTATION,
+    MIN_SIZE_ANNOTATION,
+    PRICE_ANNOTATION,
+    unregistered_taint,
+)
+
 Manifest = dict[str, Any]
 
 VARIABLE = "kapstanAutoscaling"
-UNREGISTERED_TAINT = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
 PATCH_PREFIX = "kapstan-unregistered-taint-"
 TAINTS_PATH = "/spec/template/spec/joinConfiguration/nodeRegistration/taints"
 
 CAPI = "cluster.x-k8s.io/v1beta2"
 BOOTSTRAP = "bootstrap.cluster.x-k8s.io/v1beta2"
-CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
-MIN_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
-MAX_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
-PRICE = "kapstan.io/price-per-hour"
-MANAGED = "kapstan.io/managed"
-INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 
@@ -65,16 +71,16 @@ class WorkerFlavor:
     def annotations(self) -> dict[str, str]:
         """The class metadata's annotations: cluster-autoscaler's scale-from-zero set plus kapstan's own."""
         out = {
-            MANAGED: "true",
-            f"{CAPACITY}cpu": self.cpu,
-            f"{CAPACITY}memory": self.memory,
-            f"{CAPACITY}maxPods": self.max_pods,
-            f"{CAPACITY}labels": f"{INSTANCE_TYPE}={self.instance_type or self.worker_class}",
-            MIN_SIZE: str(self.min_size),
-            MAX_SIZE: str(self.max_size),
+            MANAGED_ANNOTATION: "true",
+            CAPACITY_CPU_ANNOTATION: self.cpu,
+            CAPACITY_MEMORY_ANNOTATION: self.memory,
+            CAPACITY_MAX_PODS_ANNOTATION: self.max_pods,
+            CAPACITY_LABELS_ANNOTATION: f"{INSTANCE_TYPE}={self.instance_type or self.worker_class}",
+            MIN_SIZE_ANNOTATION: str(self.min_size),
+            MAX_SIZE_ANNOTATION: str(self.max_size),
         }
         if self.price_per_hour:
-            out[PRICE] = self.price_per_hour
+            out[PRICE_ANNOTATION] = self.price_per_hour
         return out
 
 
@@ -156,9 +162,7 @@ def patches(worker_classes: Sequence[str]) -> list[Manifest]:
                         "kind": "KubeadmConfigTemplate",
                         "matchResources": {"machineDeploymentClass": {"names": [cls]}},
                     },
-                    "jsonPatches": [
-                        {"op": "add", "path": f"{TAINTS_PATH}/-", "value": dict(UNREGISTERED_TAINT)}
-                    ],
+                    "jsonPatches": [{"op": "add", "path": f"{TAINTS_PATH}/-", "value": unregistered_taint()}],
                 }
             ],
         }
@@ -265,7 +269,9 @@ def instance_types(cluster_class: Manifest, worker_classes: Sequence[str]) -> li
     for cls in worker_classes:
         annotations = by_name.get(cls, {}).get("metadata", {}).get("annotations", {})
         labels = dict(
-            item.split("=", 1) for item in annotations.get(f"{CAPACITY}labels", "").split(",") if "=" in item
+            item.split("=", 1)
+            for item in annotations.get(CAPACITY_LABELS_ANNOTATION, "").split(",")
+            if "=" in item
         )
         name = labels.get(INSTANCE_TYPE, cls)
         if name not in out:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kapstan.api.wellknown import CAPACITY_TYPE, HOSTNAME, NODEPOOL, READY
 from kapstan.install.schema import (
     CONDITIONS,
     Schema,
@@ -43,11 +44,11 @@ _REQUIREMENT = obj(
         "key": rule(
             rule(
                 string("A node label key.", maxLength=316, pattern=QUALIFIED_NAME),
-                'self != "karpenter.sh/nodepool"',
-                'label "karpenter.sh/nodepool" is restricted',
+                f'self != "{NODEPOOL}"',
+                f'label "{NODEPOOL}" is restricted',
             ),
-            'self != "kubernetes.io/hostname"',
-            'label "kubernetes.io/hostname" is restricted',
+            f'self != "{HOSTNAME}"',
+            f'label "{HOSTNAME}" is restricted',
         ),
         "operator": string("How the key's value relates to values.", enum=OPERATORS),
         "values": array(string(maxLength=63), maxItems=100, **{"x-kubernetes-list-type": "atomic"}),
@@ -126,16 +127,12 @@ _NODECLAIM_SPEC_FIELDS: dict[str, Schema] = {
 def _restricted_labels(schema: Schema) -> Schema:
     schema = rule(
         schema,
-        'self.all(x, x in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || '
+        f'self.all(x, x in ["{CAPACITY_TYPE}", "{NODEPOOL}"] || '
         '!x.find("^([^/]+)").endsWith("karpenter.sh"))',
         'label domain "karpenter.sh" is restricted',
     )
-    schema = rule(
-        schema, 'self.all(x, x != "karpenter.sh/nodepool")', 'label "karpenter.sh/nodepool" is restricted'
-    )
-    return rule(
-        schema, 'self.all(x, x != "kubernetes.io/hostname")', 'label "kubernetes.io/hostname" is restricted'
-    )
+    schema = rule(schema, f'self.all(x, x != "{NODEPOOL}")', f'label "{NODEPOOL}" is restricted')
+    return rule(schema, f'self.all(x, x != "{HOSTNAME}")', f'label "{HOSTNAME}" is restricted')
 
 
 _TEMPLATE = obj(
@@ -291,7 +288,7 @@ def _column(name: str, path: str, kind: str = "string", priority: int = 0) -> di
     return column
 
 
-_READY = _column("Ready", '.status.conditions[?(@.type=="Ready")].status')
+_READY = _column(READY, f'.status.conditions[?(@.type=="{READY}")].status')
 _AGE = _column("Age", ".metadata.creationTimestamp", "date")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import kapstan
+from kapstan.api.wellknown import CONTROL_PLANE_TAINT_KEY, HOSTNAME, NODEPOOL
 from kapstan.install.rbac import DEFAULT_CLUSTER, DEFAULT_LEASE, DEFAULT_NAMESPACE, NAME
 
 Manifest = dict[str, Any]
@@ -131,7 +132,7 @@ def deployment(
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}]}
+                        {"matchExpressions": [{"key": NODEPOOL, "operator": "DoesNotExist"}]}
                     ]
                 }
             }
@@ -140,13 +141,13 @@ def deployment(
         "topologySpreadConstraints": [
             {
                 "maxSkew": 1,
-                "topologyKey": "kubernetes.io/hostname",
+                "topologyKey": HOSTNAME,
                 "whenUnsatisfiable": "ScheduleAnyway",
                 "labelSelector": {"matchLabels": _selector()},
             }
         ],
         "tolerations": [
-            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": CONTROL_PLANE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
             {"key": "CriticalAddonsOnly", "operator": "Exists"},
         ],
     }

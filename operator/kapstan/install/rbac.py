@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kapstan.api.wellknown import SERVICE_ACCOUNT_NAME_ANNOTATION
+
 Manifest = dict[str, Any]
 
 NAME = "kapstan"
@@ -226,7 +228,7 @@ def management_rbac(
             "metadata": _meta(
                 f"{name}-token",
                 cluster_namespace,
-                annotations={"kubernetes.io/service-account.name": name},
+                annotations={SERVICE_ACCOUNT_NAME_ANNOTATION: name},
             ),
         },
     ]

@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from kapstan.api.wellknown import (
+    ARCH,
+    CAPACITY_CPU_ANNOTATION,
+    CAPACITY_LABELS_ANNOTATION,
+    CAPACITY_MAX_PODS_ANNOTATION,
+    CAPACITY_MEMORY_ANNOTATION,
+    CAPACITY_TYPE,
+    HOSTNAME,
+    INSTANCE_TYPE,
+    MAX_SIZE_ANNOTATION,
+    MEMBER_LABEL,
+    MIN_SIZE_ANNOTATION,
+    unregistered_taint,
+)
 from kapstan.local.manifests import (
     Manifest,
     cluster_class,
@@ -21,9 +35,6 @@ from kapstan.local.manifests import (
 )
 
 RUN_LABEL = "kapstan.dev/run"
-MANAGED_LABEL = "node.cluster.x-k8s.io/karpenter-member"
-CAPACITY = "capacity.cluster-autoscaler.kubernetes.io"
-UNREGISTERED = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
 FLAVORS: dict[str, tuple[str, str]] = {"c3-4": ("2", "4Gi"), "c3-8": ("4", "8Gi"), "c3-16": ("8", "16Gi")}
 
 
@@ -38,16 +49,16 @@ def flavor_pool(
     KubeadmConfigTemplate has the unregistered taint unless ``tainted`` is False (the article's case)."""
     cpu, memory = FLAVORS[flavor]
     md = machine_deployment(name, ns, cluster, name, name, replicas=0)
-    md["metadata"]["labels"] = {MANAGED_LABEL: ""}
+    md["metadata"]["labels"] = {MEMBER_LABEL: ""}
     md["metadata"]["annotations"] = {
-        f"{CAPACITY}/cpu": cpu,
-        f"{CAPACITY}/memory": memory,
-        f"{CAPACITY}/maxPods": "110",
-        f"{CAPACITY}/labels": f"node.kubernetes.io/instance-type={flavor}",
+        CAPACITY_CPU_ANNOTATION: cpu,
+        CAPACITY_MEMORY_ANNOTATION: memory,
+        CAPACITY_MAX_PODS_ANNOTATION: "110",
+        CAPACITY_LABELS_ANNOTATION: f"{INSTANCE_TYPE}={flavor}",
     }
     return [
         flavor_template(name, ns, flavor, cpu=cpu, memory=memory, boot_delay_seconds=boot_delay_seconds),
-        kubeadm_config_template(name, ns, [UNREGISTERED] if tainted else []),
+        kubeadm_config_template(name, ns, [unregistered_taint()] if tainted else []),
         md,
     ]
 
@@ -72,20 +83,20 @@ def with_class(ns: str, cluster: str, class_name: str, flavors: list[str]) -> li
     for flavor in flavors:
         cpu, memory = FLAVORS[flavor]
         objects.append(flavor_template(flavor, ns, flavor, cpu=cpu, memory=memory))
-        objects.append(kubeadm_config_template(flavor, ns, [UNREGISTERED]))
+        objects.append(kubeadm_config_template(flavor, ns, [unregistered_taint()]))
     classes = cluster_class(class_name, ns, {flavor: (flavor, flavor) for flavor in flavors})
     workers = classes[-1]["spec"]["workers"]["machineDeployments"]
     for worker in workers:
         cpu, memory = FLAVORS[worker["class"]]
         worker["metadata"] = {
-            "labels": {MANAGED_LABEL: ""},
+            "labels": {MEMBER_LABEL: ""},
             "annotations": {
-                f"{CAPACITY}/cpu": cpu,
-                f"{CAPACITY}/memory": memory,
-                f"{CAPACITY}/maxPods": "110",
-                f"{CAPACITY}/labels": f"node.kubernetes.io/instance-type={worker['class']}",
-                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "0",
-                "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "10",
+                CAPACITY_CPU_ANNOTATION: cpu,
+                CAPACITY_MEMORY_ANNOTATION: memory,
+                CAPACITY_MAX_PODS_ANNOTATION: "110",
+                CAPACITY_LABELS_ANNOTATION: f"{INSTANCE_TYPE}={worker['class']}",
+                MIN_SIZE_ANNOTATION: "0",
+                MAX_SIZE_ANNOTATION: "10",
             },
         }
     return [*objects, *classes, topology_cluster(cluster, ns, class_name, [(flavors[0], flavors[0], None)])]
@@ -114,8 +125,8 @@ def node_pool(
                 "metadata": {"labels": {RUN_LABEL: run}},
                 "spec": {
                     "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                        {"key": ARCH, "operator": "In", "values": ["amd64"]},
+                        {"key": CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
                     ],
                     "nodeClassRef": {
                         "group": "karpenter.cluster.x-k8s.io",
@@ -167,7 +178,7 @@ def deployment(
         spec["affinity"] = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}
+                    {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": HOSTNAME}
                 ]
             }
         }

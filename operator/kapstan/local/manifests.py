@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kapstan.api.wellknown import CLUSTER_NAME_LABEL, DEPLOYMENT_NAME_LABEL
 from kapstan.local.build import KUBERNETES_VERSION
 
 CAPI = "cluster.x-k8s.io/v1beta2"
@@ -104,7 +105,7 @@ def machine_deployment(
     name: str, namespace: str, cluster: str, bootstrap: str, infra: str, replicas: int | None = 0
 ) -> Manifest:
     """A MachineDeployment of ``cluster`` stamping Machines from the two named templates."""
-    selector = {"cluster.x-k8s.io/cluster-name": cluster, "cluster.x-k8s.io/deployment-name": name}
+    selector = {CLUSTER_NAME_LABEL: cluster, DEPLOYMENT_NAME_LABEL: name}
     spec: dict[str, Any] = {
         "clusterName": cluster,
         "selector": {"matchLabels": dict(selector)},

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kapstan.api.wellknown import INITIALIZED, INSTANCE_TYPE, LAUNCHED, REGISTERED
 from kapstan.capi import contract as c
 from kapstan.kube.client import Client, Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, PODS
 
-CONDITIONS = ("Launched", "Registered", "Initialized")
+CONDITIONS = (LAUNCHED, REGISTERED, INITIALIZED)
 log = logging.getLogger(__name__)
 
 
@@ -67,12 +68,12 @@ class Timeline:
         claims = await self._list(self.workload, NODECLAIMS, None, f"karpenter.sh/nodepool={self.nodepool}")
         for claim in claims:
             name = claim["metadata"]["name"]
-            flavor = claim["metadata"].get("labels", {}).get("node.kubernetes.io/instance-type", "?")
+            flavor = claim["metadata"].get("labels", {}).get(INSTANCE_TYPE, "?")
             self._once(f"claim/{name}", f"NodeClaim {name} created ({flavor})")
             for kind in CONDITIONS:
                 if _condition_true(claim, kind):
                     node = claim.get("status", {}).get("nodeName", "")
-                    detail = f" (node {node})" if kind != "Launched" and node else ""
+                    detail = f" (node {node})" if kind != LAUNCHED and node else ""
                     self._once(f"claim/{name}/{kind}", f"NodeClaim {name} {kind}{detail}")
             if claim["metadata"].get("deletionTimestamp"):
                 self._once(f"claim/{name}/deleting", f"NodeClaim {name} deleting")

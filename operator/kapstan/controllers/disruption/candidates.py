@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, INITIALIZED
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.pods import DO_NOT_DISRUPT, do_not_disrupt, pod_key, reschedulable
+from kapstan.controllers.pods import do_not_disrupt, pod_key, reschedulable
 from kapstan.kube.client import Object
 from kapstan.scheduling.model import INSTANCE_TYPE, NODEPOOL, ZONE, LabelSelector, LabelSelectorRequirement
-
-INITIALIZED = "Initialized"
-CONSOLIDATABLE = "Consolidatable"
 
 
 @dataclass(frozen=True)
@@ -85,12 +83,12 @@ def blocker(
     """Why graceful disruption must not take this node now; empty when nothing blocks it."""
     for obj, what in ((node, "Node"), (claim, "NodeClaim")):
         if do_not_disrupt(obj, now):
-            return f"{what} {obj['metadata']['name']} is annotated {DO_NOT_DISRUPT}"
+            return f"{what} {obj['metadata']['name']} is annotated {DO_NOT_DISRUPT_ANNOTATION}"
     for pod in pods:
         if not reschedulable(pod):
             continue
         if do_not_disrupt(pod, now):
-            return f"pod {pod_key(pod)} is annotated {DO_NOT_DISRUPT}"
+            return f"pod {pod_key(pod)} is annotated {DO_NOT_DISRUPT_ANNOTATION}"
         found = pdb_blocks(pod, pdbs)
         if found:
             return found

@@ -15,9 +15,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-COMMAND_ANNOTATION = "kapstan.io/disruption"
-REPLACEMENT_ANNOTATION = "kapstan.io/disruption-replacement-for"
-
 
 @dataclass(frozen=True)
 class Command:

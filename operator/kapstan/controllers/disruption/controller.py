@@ -30,17 +30,26 @@ from kapstan import scheduling
 from kapstan.api.duration import parse_nillable_duration
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NodePool
+from kapstan.api.wellknown import (
+    CLONED_FROM_NAME_ANNOTATION,
+    CONSOLIDATABLE,
+    DEPLOYMENT_NAME_LABEL,
+    DISRUPTED_TAINT_KEY,
+    DISRUPTION_COMMAND_ANNOTATION,
+    DISRUPTION_REPLACEMENT_ANNOTATION,
+    INITIALIZED,
+    PRICE_ANNOTATION,
+    disrupted_taint,
+)
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import (
-    CONSOLIDATABLE,
-    INITIALIZED,
     Candidate,
     candidate,
     price_of,
 )
-from kapstan.controllers.disruption.command import COMMAND_ANNOTATION, REPLACEMENT_ANNOTATION, Command
+from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision, MinSaving
 from kapstan.controllers.disruption.methods import (
     BUDGET_REASON,
@@ -54,9 +63,8 @@ from kapstan.controllers.disruption.methods import (
     recheck,
 )
 from kapstan.controllers.pods import pod_key, reschedulable
-from kapstan.controllers.provisioner import PRICE_ANNOTATION, nodeclaim_manifest
+from kapstan.controllers.provisioner import nodeclaim_manifest
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
-from kapstan.controllers.termination import DISRUPTED_TAINT
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.errors import ApiError
@@ -141,7 +149,7 @@ class Disruption:
 
     def _on_claim(self, event: Event) -> None:
         annotations = event.object["metadata"].get("annotations") or {}
-        if COMMAND_ANNOTATION in annotations or REPLACEMENT_ANNOTATION in annotations:
+        if DISRUPTION_COMMAND_ANNOTATION in annotations or DISRUPTION_REPLACEMENT_ANNOTATION in annotations:
             self._wake.set()
 
     # -- the loop --------------------------------------------------------------------------------------
@@ -303,7 +311,7 @@ class Disruption:
             totals[pool] = totals.get(pool, 0) + 1
             pods = self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"])
             going = bool(meta.get("deletionTimestamp")) or _tainted(node)
-            if going or COMMAND_ANNOTATION in (meta.get("annotations") or {}):
+            if going or DISRUPTION_COMMAND_ANNOTATION in (meta.get("annotations") or {}):
                 disrupting[pool] = disrupting.get(pool, 0) + 1
                 leaving[node["metadata"]["name"]] = tuple(pod_key(p) for p in pods if reschedulable(p))
                 continue
@@ -364,7 +372,7 @@ class Disruption:
         if reason:
             return reason
         for machine in self._machines(claim["metadata"]["name"]):
-            md_name = (machine["metadata"].get("labels") or {}).get("cluster.x-k8s.io/deployment-name", "")
+            md_name = (machine["metadata"].get("labels") or {}).get(DEPLOYMENT_NAME_LABEL, "")
             md = self.state.machine_deployments.store.get_by_name(md_name, machine["metadata"]["namespace"])
             if md is None:
                 continue
@@ -391,7 +399,7 @@ class Disruption:
             return None
         if found is None:
             return None
-        return (found["metadata"].get("annotations") or {}).get(d.CLONED_FROM_NAME)
+        return (found["metadata"].get("annotations") or {}).get(CLONED_FROM_NAME_ANNOTATION)
 
     # -- acting ----------------------------------------------------------------------------------------
 
@@ -427,7 +435,7 @@ class Disruption:
             },
         )
         for name in command.candidates:
-            await self._annotate(name, {COMMAND_ANNOTATION: command.encode()})
+            await self._annotate(name, {DISRUPTION_COMMAND_ANNOTATION: command.encode()})
         if decision.kind == DELETE:
             await self._delete_candidates(command)
             return
@@ -444,7 +452,7 @@ class Disruption:
             body = nodeclaim_manifest(planned, pool, decision.snapshot)
             body["metadata"].pop("generateName", None)
             body["metadata"]["name"] = name
-            body["metadata"]["annotations"][REPLACEMENT_ANNOTATION] = command.id
+            body["metadata"]["annotations"][DISRUPTION_REPLACEMENT_ANNOTATION] = command.id
             self._creating.add(name)
             made = await self.state.workload.create(NODECLAIMS, body)
             metrics.NODECLAIMS_CREATED.labels(reason, planned.node_pool).inc()
@@ -520,10 +528,10 @@ class Disruption:
         """Replacements whose command is recorded on no candidate any more: its candidates are gone, so
         the command completed; they become ordinary NodeClaims."""
         for name, claim in claims.items():
-            owner = (claim["metadata"].get("annotations") or {}).get(REPLACEMENT_ANNOTATION)
+            owner = (claim["metadata"].get("annotations") or {}).get(DISRUPTION_REPLACEMENT_ANNOTATION)
             if owner is None or owner in commands or claim["metadata"].get("deletionTimestamp"):
                 continue
-            await self._annotate(name, {REPLACEMENT_ANNOTATION: None})
+            await self._annotate(name, {DISRUPTION_REPLACEMENT_ANNOTATION: None})
             log.info("disruption command complete", extra={"command": owner, "nodeclaim": name})
 
     async def _rollback(self, command: Command, why: str) -> None:
@@ -545,7 +553,7 @@ class Disruption:
             node = self._node(claim)
             if node is not None:
                 await self._untaint(node)
-            await self._annotate(name, {COMMAND_ANNOTATION: None})
+            await self._annotate(name, {DISRUPTION_COMMAND_ANNOTATION: None})
             await self.events.emit(claim, "Warning", "DisruptionRolledBack", f"{command.id}: {why}")
 
     # -- expiration ------------------------------------------------------------------------------------
@@ -607,7 +615,7 @@ class Disruption:
             return
         patch = {
             "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-            "spec": {"taints": [*taints, DISRUPTED_TAINT]},
+            "spec": {"taints": [*taints, disrupted_taint()]},
         }
         await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
 
@@ -621,7 +629,7 @@ class Disruption:
                     return
                 raise
             taints = [
-                t for t in fresh.get("spec", {}).get("taints") or [] if t.get("key") != DISRUPTED_TAINT["key"]
+                t for t in fresh.get("spec", {}).get("taints") or [] if t.get("key") != DISRUPTED_TAINT_KEY
             ]
             if len(taints) == len(fresh.get("spec", {}).get("taints") or []):
                 return
@@ -692,7 +700,7 @@ class Disruption:
 def _commands(claims: dict[str, Object]) -> dict[str, Command]:
     found: dict[str, Command] = {}
     for claim in claims.values():
-        text = (claim["metadata"].get("annotations") or {}).get(COMMAND_ANNOTATION)
+        text = (claim["metadata"].get("annotations") or {}).get(DISRUPTION_COMMAND_ANNOTATION)
         command = Command.decode(text) if text else None
         if command is not None:
             found.setdefault(command.id, command)
@@ -700,7 +708,7 @@ def _commands(claims: dict[str, Object]) -> dict[str, Command]:
 
 
 def _tainted(node: Object) -> bool:
-    return any(t.get("key") == DISRUPTED_TAINT["key"] for t in node.get("spec", {}).get("taints") or [])
+    return any(t.get("key") == DISRUPTED_TAINT_KEY for t in node.get("spec", {}).get("taints") or [])
 
 
 def _describe(command: Command, decision: Decision) -> str:

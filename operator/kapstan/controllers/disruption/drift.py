@@ -18,17 +18,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from kapstan.capi import contract as c
-from kapstan.controllers import conditions as cond
-from kapstan.controllers.provisioner import (
+from kapstan.api.wellknown import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
-    nodepool_hash,
+    ZONE,
 )
+from kapstan.capi import contract as c
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.provisioner import nodepool_hash
 from kapstan.kube.client import Object
-
-CLONED_FROM_NAME = "cluster.x-k8s.io/cloned-from-name"
 
 
 def nodepool_drift(claim: Object, pool: Object) -> str:
@@ -63,9 +64,7 @@ def requirements_drift(claim: Object, requirements: Sequence[Mapping[str, Any]])
     return ""
 
 
-_ALWAYS_LABELLED = frozenset(
-    {"node.kubernetes.io/instance-type", "topology.kubernetes.io/zone", "karpenter.sh/capacity-type"}
-)
+_ALWAYS_LABELLED = frozenset({INSTANCE_TYPE, ZONE, CAPACITY_TYPE})
 
 
 def _compare(operator: str, value: str, values: list[str]) -> bool:
