@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kapstan.api.manifests import load_manifests
+from kapstan.api.manifests import load_manifests, load_text
 from kapstan.cli import main
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import Plan
@@ -92,3 +92,24 @@ def test_simulate_table_names_the_engine_and_the_flavors() -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "engine:" in result.output and "c3-8" in result.output
+
+
+POD_LEVEL_3CPU = """
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-level}
+spec:
+  resources: {requests: {cpu: "3"}}
+  containers:
+    - {name: a, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+    - {name: b, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+"""
+
+
+def test_pod_level_requests_size_the_node(engine: str) -> None:
+    # The containers ask 1 CPU (a c3-4); the pod asks 3 CPU at pod level, which kube-scheduler uses.
+    catalog = (SCENARIOS / "article-catalog-mds.yaml").read_text()
+    snapshot = build_snapshot(load_text(catalog + "\n---\n" + POD_LEVEL_3CPU))
+    plan = solve(snapshot, engine)
+    assert validate(snapshot, plan) == []
+    assert flavors(plan) == ["c3-8"]

@@ -120,6 +120,41 @@ def test_init_containers_and_sidecars_follow_kube_scheduler() -> None:
     assert requests == {"cpu": 2210, "memory": 2**30 * 1000}
 
 
+def test_pod_level_requests_replace_the_containers_sum_for_their_resources() -> None:
+    # kube-scheduler's PodRequests with PodLevelResources (beta, on by default since 1.34): pod-level
+    # cpu replaces the containers' cpu; memory, not set at pod level, stays the containers' sum.
+    requests = pod("""
+  resources: {requests: {cpu: "3"}}
+  containers:
+    - {name: a, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+    - {name: b, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+  overhead: {cpu: 10m}
+""").spec.effective_requests()
+    assert requests == {"cpu": 3010, "memory": 512 * 2**20 * 1000}
+
+
+def test_pod_level_limits_default_the_requests_the_containers_leave_unset() -> None:
+    # The API server defaults pod-level requests: to the containers' sum where they request the
+    # resource, else to the pod-level limit. Resources pod level does not support (here
+    # ephemeral-storage) stay per container.
+    requests = pod("""
+  resources:
+    limits: {cpu: "2", memory: 4Gi, ephemeral-storage: 9Gi}
+  containers:
+    - {name: a, resources: {requests: {cpu: 250m, ephemeral-storage: 1Gi}}}
+""").spec.effective_requests()
+    assert requests == {"cpu": 250, "memory": 4 * 2**30 * 1000, "ephemeral-storage": 2**30 * 1000}
+
+
+def test_pod_level_hugepages_are_supported() -> None:
+    requests = pod("""
+  resources: {requests: {hugepages-2Mi: 64Mi}}
+  containers:
+    - {name: a, resources: {requests: {cpu: 100m}}}
+""").spec.effective_requests()
+    assert requests == {"cpu": 100, "hugepages-2Mi": 64 * 2**20 * 1000}
+
+
 def test_host_ports() -> None:
     spec = pod("""
   hostNetwork: true

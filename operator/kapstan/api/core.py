@@ -9,7 +9,7 @@ because they are Kubernetes semantics, not solver policy.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
@@ -194,11 +194,31 @@ class PodSpec(KubeModel):
     node_name: str = ""
     priority: int | None = None
     host_network: bool = False
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    """Pod-level resources (KEP-2837, on by default since Kubernetes 1.34)."""
 
     def effective_requests(self) -> dict[str, int]:
         """What the pod asks of a node, as kube-scheduler computes it (`resourcehelper.PodRequests`):
-        app containers plus sidecars run together; each regular init container runs alone beside the
-        sidecars started before it; the pod needs the larger of the two, plus its overhead."""
+        the containers' requests, replaced by the pod-level ones for the resources those set, plus the
+        overhead."""
+        total = self.container_requests()
+        total.update(self.pod_level_requests(total))
+        _add(total, self.overhead)
+        return total
+
+    def pod_level_requests(self, containers: Mapping[str, int]) -> dict[str, int]:
+        """The pod-level requests after the API server's defaulting: a resource with a pod-level limit
+        and no pod-level request gets the containers' sum when they request it, else the limit. Only
+        the resources pod level supports count (cpu, memory, hugepages-*)."""
+        requests = dict(self.resources.requests)
+        for name, limit in self.resources.limits.items():
+            requests.setdefault(name, containers.get(name, limit))
+        return {name: amount for name, amount in requests.items() if _pod_level_resource(name)}
+
+    def container_requests(self) -> dict[str, int]:
+        """The containers' requests (`AggregateContainerRequests`): app containers plus sidecars run
+        together; each regular init container runs alone beside the sidecars started before it; the
+        pod needs the larger of the two."""
         total: dict[str, int] = {}
         for container in self.containers:
             _add(total, container.resources.effective_requests())
@@ -215,7 +235,6 @@ class PodSpec(KubeModel):
                 _add(running, sidecars)
             _max(init_peak, running)
         _max(total, init_peak)
-        _add(total, self.overhead)
         return total
 
     def host_ports(self) -> list[ContainerPort]:
@@ -231,7 +250,11 @@ class PodSpec(KubeModel):
         return [port for port in ports if port.host_port > 0]
 
 
-def _add(into: dict[str, int], other: dict[str, int]) -> None:
+def _pod_level_resource(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
     for name, amount in other.items():
         into[name] = into.get(name, 0) + amount
 
