@@ -19,6 +19,7 @@ from kapstan.scheduling.model import (
     ARCH,
     CAPACITY_TYPE,
     CPU,
+    HOSTNAME,
     INSTANCE_TYPE,
     MEMORY,
     OS,
@@ -26,6 +27,7 @@ from kapstan.scheduling.model import (
     ZONE,
     InstanceType,
     LabelSelector,
+    Node,
     NodePool,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -35,6 +37,7 @@ from kapstan.scheduling.model import (
     Pod,
     Snapshot,
     Taint,
+    TopologySpreadConstraint,
 )
 from kapstan.scheduling.validator import validate
 from kapstan.snapshot import build_snapshot
@@ -95,6 +98,33 @@ def pod(name: str, cores: float = 0.5, memory: int = 256 * MI, **fields: object)
 def web(name: str, cores: float = 0.5, labels: Mapping[str, str] | None = None, **fields: object) -> Pod:
     """A pod of the `app: web` workload that the topology cases select."""
     return make_pod(name, cores, labels={"app": "web", **(labels or {})}, **fields)  # type: ignore[arg-type]
+
+
+def spread(
+    key: str = ZONE,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    selector: LabelSelector = APP,
+    **fields: object,
+) -> TopologySpreadConstraint:
+    return TopologySpreadConstraint(max_skew, key, when, selector, **fields)  # type: ignore[arg-type]
+
+
+def existing(
+    name: str,
+    *pods: Pod,
+    labels: Mapping[str, str],
+    room: float = 0.0,
+    taints: tuple[Taint, ...] = (),
+    **fields: object,
+) -> Node:
+    """A running node holding `pods`, with `room` vCPU to spare (none by default, so that a case about
+    counting is not also about packing onto it)."""
+    used_cpu = sum(p.requests.get(CPU, 0) for p in pods)
+    used_memory = sum(p.requests.get(MEMORY, 0) for p in pods)
+    allocatable = {CPU: used_cpu + cpu(room), MEMORY: used_memory + mem(8 * GI), PODS: 110_000}
+    all_labels = {HOSTNAME: name, ARCH: "amd64", OS: "linux", **labels}
+    return Node(name, all_labels, allocatable, taints, pods, **fields)  # type: ignore[arg-type]
 
 
 def pool(name: str = "default", **fields: object) -> NodePool:
