@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from kapstan.api import ManifestError, load_manifests, load_text
+from kapstan.scheduling import solve
 from kapstan.scheduling.model import LabelSelector, LabelSelectorRequirement, PodAffinityTerm, Snapshot, Taint
+from kapstan.scheduling.validator import validate
 from kapstan.snapshot import build_simulation_input, build_snapshot
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -172,6 +174,65 @@ def test_a_joining_node_is_what_its_claim_says_until_initialized() -> None:
         "dedicated",
     }
     assert "node.kubernetes.io/instance-type" not in ready.labels and ready.allocatable == {}
+
+
+DELETING = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: going
+  deletionTimestamp: "2026-01-01T00:00:00Z"
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: c3-16}
+status: {allocatable: {cpu: "8", memory: 16G, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: evicted-soon}
+spec:
+  nodeName: going
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: terminating, deletionTimestamp: "2026-01-01T00:00:00Z"}
+spec: {nodeName: going, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-x
+  namespace: kube-system
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent}]
+spec: {nodeName: going, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_a_deleting_node_is_no_capacity_and_its_pods_are_rescheduled() -> None:
+    """Karpenter's provisioner leaves nodes marked for deletion out of the capacity and schedules the
+    reschedulable pods on them again (not DaemonSet pods, not pods already terminating)."""
+    snapshot = snapshot_of(DELETING)
+    assert snapshot.nodes == ()
+    assert [p.key for p in snapshot.pods] == ["default/evicted-soon", "default/pending"]
+
+
+def test_a_node_whose_nodeclaim_is_deleting_is_no_capacity() -> None:
+    marked = 'name: default-abcde\n  deletionTimestamp: "2026-01-01T00:00:00Z"'
+    assert snapshot_of((JOINED % "True").replace("name: default-abcde", marked, 1)).nodes == ()
+    assert snapshot_of(CLAIM.replace("name: default-abcde", marked, 1)).nodes == ()
+
+
+def test_pods_on_a_deleting_node_get_new_capacity(engine: str) -> None:
+    snapshot = snapshot_of(DELETING)
+    plan = solve(snapshot, engine)
+    assert validate(snapshot, plan) == []
+    assert plan.existing_nodes == {} and plan.unschedulable == {}
+    assert sorted(p for c in plan.node_claims for p in c.pods) == ["default/evicted-soon", "default/pending"]
 
 
 def test_nodepool_fields() -> None:

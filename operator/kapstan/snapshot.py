@@ -100,19 +100,29 @@ def build_simulation_input(
     catalog = build_catalog(manifests, cluster, skip=skip)
     instance_types = _instance_types(manifests, catalog)
     namespace_labels = _namespace_labels(manifests)
+    claims = _claims_by_node(manifests)
+    deleting = _deleting_nodes(manifests, claims)
     pending: list[Pod] = []
     bound: dict[str, list[Pod]] = {}
     for workload in manifests.workloads:
         for pod in workload.pods():
             if pod.finished or (not pod.spec.node_name and _owned_by_daemonset(pod)):
                 continue
+            if pod.spec.node_name in deleting:
+                # Karpenter reschedules these at once rather than after their eviction.
+                if _reschedulable(pod):
+                    pending.append(convert_pod(pod, namespace_labels))
+                continue
             converted = convert_pod(pod, namespace_labels)
             if pod.spec.node_name:
                 bound.setdefault(pod.spec.node_name, []).append(converted)
             else:
                 pending.append(converted)
-    claims = _claims_by_node(manifests)
-    nodes = [_node(node, tuple(bound.get(node.name, ())), claims.get(node.name)) for node in manifests.nodes]
+    nodes = [
+        _node(node, tuple(bound.get(node.name, ())), claims.get(node.name))
+        for node in manifests.nodes
+        if node.name not in deleting
+    ]
     nodes += _in_flight(manifests, instance_types)
     usage = _usage(manifests, instance_types)
     snapshot = Snapshot(
@@ -173,6 +183,24 @@ def _namespace_labels(manifests: Manifests) -> dict[str, dict[str, str]]:
 def _owned_by_daemonset(pod: core.Pod) -> bool:
     # Pending DaemonSet pods are the DaemonSet's overhead on new nodes, not pods to provision for.
     return any(owner.kind == "DaemonSet" for owner in pod.metadata.owner_references)
+
+
+def _deleting_nodes(manifests: Manifests, claims: Mapping[str, NodeClaim]) -> set[str]:
+    """Nodes marked for deletion, themselves or through their NodeClaim: no capacity to count on
+    (Karpenter's cluster state leaves them out of the active nodes)."""
+    return {
+        node.name
+        for node in manifests.nodes
+        if node.metadata.deletion_timestamp is not None
+        or (node.name in claims and claims[node.name].metadata.deletion_timestamp is not None)
+    }
+
+
+def _reschedulable(pod: core.Pod) -> bool:
+    """A pod that needs a new place when its node goes (Karpenter's `IsReschedulable`): not already
+    terminating, not a DaemonSet's and not a static pod (those go with the node)."""
+    owners = {owner.kind for owner in pod.metadata.owner_references}
+    return pod.metadata.deletion_timestamp is None and not owners & {"DaemonSet", "Node"}
 
 
 def convert_pod(pod: core.Pod, namespace_labels: Mapping[str, Mapping[str, str]]) -> Pod:
@@ -351,9 +379,12 @@ def _launching(manifests: Manifests) -> list[NodeClaim]:
 
 def _in_flight(manifests: Manifests, instance_types: Mapping[str, InstanceType]) -> list[Node]:
     """Launching NodeClaims as nodes of their flavor, so pending pods can count on them. Startup taints
-    are left out: Karpenter expects them to go away."""
+    are left out: Karpenter expects them to go away. A claim being deleted is no capacity, though it
+    counts against its NodePool's limits until it is gone (`_usage`)."""
     nodes = []
     for claim in _launching(manifests):
+        if claim.metadata.deletion_timestamp is not None:
+            continue
         flavor = instance_types.get(claim.metadata.labels.get(INSTANCE_TYPE, ""))
         if flavor is None:
             continue
