@@ -8,8 +8,8 @@ import sys
 import click
 
 from kapstan.controllers.disruption import DisruptionOptions, MinSaving
-from kapstan.controllers.lifecycle import Timeouts
 from kapstan.controllers.manager import Manager, Options, StartupError, connect
+from kapstan.controllers.nodeclaim import Timeouts
 from kapstan.controllers.state import ClusterRef
 from kapstan.observability import logging as logs
 

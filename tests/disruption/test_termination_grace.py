@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kapstan.controllers.termination import _grace_over
+from kapstan.controllers.nodeclaim.termination import _grace_over
 
 
 def _claim(grace: str | None, deleting_for: timedelta) -> dict:

@@ -19,15 +19,12 @@ from typing import TypeVar
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.capi.provider import CloudProvider
-from kapstan.controllers.adoption import Adoption
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
-from kapstan.controllers.lifecycle import Lifecycle, Timeouts
-from kapstan.controllers.nodeclaims import NodeClaimController
+from kapstan.controllers.nodeclaim import Adoption, Lifecycle, NodeClaimController, Terminator, Timeouts
 from kapstan.controllers.provisioner import BatchWindow, Provisioner
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints
-from kapstan.controllers.termination import Terminator
 from kapstan.kube.backoff import Backoff
 from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError

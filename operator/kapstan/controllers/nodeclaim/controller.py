@@ -4,9 +4,9 @@ termination. One queue for both means one claim is never launched and terminated
 from __future__ import annotations
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
-from kapstan.controllers.lifecycle import Lifecycle
+from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
+from kapstan.controllers.nodeclaim.termination import Terminator
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
-from kapstan.controllers.termination import Terminator
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.store import Event
 

@@ -1,0 +1,14 @@
+"""Everything that happens to one NodeClaim, after Karpenter's nodeclaim controllers.
+
+``controller`` is the one queue for NodeClaims: a live claim goes through ``lifecycle`` (``launch``,
+``registration``, ``initialization``, with ``liveness`` giving up a claim that does not come in time), a
+deleting one through ``termination``. ``adoption`` is apart: it watches Nodes that no claim owns.
+"""
+
+from kapstan.controllers.nodeclaim.adoption import Adoption
+from kapstan.controllers.nodeclaim.controller import NodeClaimController
+from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
+from kapstan.controllers.nodeclaim.liveness import Timeouts
+from kapstan.controllers.nodeclaim.termination import TerminationTiming, Terminator
+
+__all__ = ["Adoption", "Lifecycle", "NodeClaimController", "TerminationTiming", "Terminator", "Timeouts"]

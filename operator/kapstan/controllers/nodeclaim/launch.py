@@ -1,0 +1,144 @@
+"""Launched: the CAPI provider claims a Machine of the offering's MD for the NodeClaim.
+
+The flavors are tried in the claim's order (the one on its label first, it may have a Machine already,
+then the ranked alternatives of its requirement); a full MD (``InsufficientCapacity``) or a missing one
+moves on to the next, a paused MD or a Machine that did not appear is retried later. The call is
+idempotent (the claim is written on the Machine), so a retry after a crash finds the same Machine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kapstan.api.quantity import format_quantity
+from kapstan.api.wellknown import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    LAUNCHED,
+    MACHINE_ANNOTATION,
+    PRICE_ANNOTATION,
+    ZONE,
+)
+from kapstan.capi.provider import (
+    CloudProvider,
+    CreateError,
+    InsufficientCapacity,
+    LaunchedMachine,
+    LaunchRequest,
+    NotFound,
+    Paused,
+)
+from kapstan.catalog import FlavorSource
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim.liveness import Steps
+from kapstan.kube.client import Object
+from kapstan.kube.controller import Result
+from kapstan.kube.kinds import NODECLAIMS
+from kapstan.scheduling.model import InstanceType
+from kapstan.snapshot import SimulationInput
+
+log = logging.getLogger(__name__)
+
+CatalogSource = Callable[[], Awaitable[SimulationInput]]
+"""The live catalog and instance types (``ClusterState.simulation_input`` without pods)."""
+
+
+class Launch:
+    def __init__(self, steps: Steps, provider: CloudProvider, catalog: CatalogSource) -> None:
+        self.steps = steps
+        self.provider = provider
+        self.catalog = catalog
+
+    async def reconcile(self, claim: Object) -> Result:
+        name = claim["metadata"]["name"]
+        timeouts = self.steps.timeouts
+        if cond.age_seconds(claim["metadata"].get("creationTimestamp")) > timeouts.launch:
+            return await self.steps.give_up(
+                claim, "LaunchTimeout", f"not launched within {timeouts.launch:.0f}s"
+            )
+        simulation = await self.catalog()
+        flavors = {it.name: it for it in simulation.snapshot.instance_types}
+        refused: list[str] = []
+        for flavor in launch_order(claim):
+            labels = claim["metadata"].get("labels") or {}
+            offering = (flavor, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
+            source = simulation.catalog.sources.get(offering)
+            if source is None:
+                refused.append(f"no MachineDeployment or worker class offers {'/'.join(offering)}")
+                continue
+            if flavor != labels.get(INSTANCE_TYPE):
+                # Record the flavor before launching it: a restarted operator must look for the Machine in
+                # this flavor's MD, not start another one in the first choice's.
+                claim = await self._switch_flavor(claim, flavors, flavor)
+            try:
+                machine = await self.provider.create(LaunchRequest(name, source))
+            except (InsufficientCapacity, NotFound) as error:
+                refused.append(str(error))
+                continue
+            except (Paused, CreateError) as error:
+                await self.steps.events.emit(claim, "Warning", "LaunchDelayed", str(error))
+                return Result(requeue_after=timeouts.retry)
+            return await self._launched(claim, machine, source, flavors.get(flavor))
+        return await self.steps.give_up(claim, "LaunchFailed", "; ".join(refused) or "no flavor to launch")
+
+    async def _switch_flavor(self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str) -> Object:
+        labels = claim["metadata"].get("labels") or {}
+        before, after = flavors.get(labels.get(INSTANCE_TYPE, "")), flavors.get(flavor)
+        patch_labels: dict[str, str | None] = {key: None for key in (before.labels if before else {})}
+        patch_labels.update(after.labels if after else {})
+        patch_labels[INSTANCE_TYPE] = flavor
+        await self.steps.events.emit(
+            claim, "Normal", "FlavorFallback", f"launching {flavor} instead of {labels.get(INSTANCE_TYPE)}"
+        )
+        prices = [
+            offering.price
+            for offering in (after.offerings if after else ())
+            if (offering.zone, offering.capacity_type) == (labels.get(ZONE), labels.get(CAPACITY_TYPE))
+        ]
+        meta: dict[str, Any] = {
+            "labels": patch_labels,
+            "resourceVersion": claim["metadata"]["resourceVersion"],
+        }
+        if prices:
+            meta["annotations"] = {PRICE_ANNOTATION: str(min(prices))}
+        patch = {"metadata": meta}
+        updated: Object = await self.steps.state.workload.patch(NODECLAIMS, claim["metadata"]["name"], patch)
+        return updated
+
+    async def _launched(
+        self, claim: Object, machine: LaunchedMachine, source: FlavorSource, flavor: InstanceType | None
+    ) -> Result:
+        name = claim["metadata"]["name"]
+        ref = f"{machine.ref.namespace}/{machine.ref.name}"
+        if (claim["metadata"].get("annotations") or {}).get(MACHINE_ANNOTATION) != ref:
+            patch = {"metadata": {"annotations": {MACHINE_ANNOTATION: ref}}}
+            claim = await self.steps.state.workload.patch(NODECLAIMS, name, patch)
+        status: dict[str, Any] = {
+            "providerID": machine.provider_id,
+            "conditions": cond.with_condition(cond.conditions_of(claim), LAUNCHED, cond.TRUE, LAUNCHED),
+        }
+        if flavor is not None:
+            status["capacity"] = _quantities(flavor.capacity)
+            status["allocatable"] = _quantities(flavor.allocatable)
+        await self.steps.write_status(claim, status)
+        log.info("launched", extra={"nodeclaim": name, "machine": ref})
+        await self.steps.events.emit(
+            claim, "Normal", LAUNCHED, f"Machine {ref} of {source.kind} {source.name}"
+        )
+        return Result(requeue_after=self.steps.timeouts.poll)
+
+
+def launch_order(claim: Object) -> list[str]:
+    """The flavor on the label first (it may have a Machine already), then the requirement's ranking."""
+    current = (claim["metadata"].get("labels") or {}).get(INSTANCE_TYPE, "")
+    ranked: list[str] = []
+    for requirement in claim.get("spec", {}).get("requirements") or []:
+        if requirement.get("key") == INSTANCE_TYPE and requirement.get("operator") == "In":
+            ranked = list(requirement.get("values") or [])
+    return [current, *(flavor for flavor in ranked if flavor != current)] if current else ranked
+
+
+def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_quantity(name, amount) for name, amount in sorted(resources.items())}

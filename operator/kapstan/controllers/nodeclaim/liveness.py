@@ -1,0 +1,87 @@
+"""What the lifecycle steps share: their timeouts, the claim's status write, and giving a claim up.
+
+A claim that does not launch or register in time is deleted (its Machine goes with it through the
+termination finalizer) and its NodePool's ``NodeRegistrationHealthy`` turns False, as Karpenter's
+liveness controller does, so pods get a fresh decision instead of waiting on a node that will not come.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kapstan.api.wellknown import NODEPOOL, REGISTRATION_HEALTHY
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.state import ClusterState
+from kapstan.kube.client import Object
+from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    launch: float = 300.0
+    registration: float = 900.0
+    retry: float = 10.0
+    poll: float = 5.0
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The cluster, the Event sink and the timeouts every lifecycle step works with."""
+
+    state: ClusterState
+    events: EventRecorder
+    timeouts: Timeouts
+
+    async def write_status(self, claim: Object, status: Mapping[str, Any]) -> None:
+        await self.state.workload.patch(
+            NODECLAIMS, claim["metadata"]["name"], {"status": dict(status)}, subresource="status"
+        )
+
+    async def give_up(self, claim: Object, reason: str, message: str) -> Result:
+        name = claim["metadata"]["name"]
+        log.warning("deleting nodeclaim", extra={"nodeclaim": name, "reason": reason, "detail": message})
+        await self.events.emit(claim, "Warning", reason, f"deleting NodeClaim: {message}")
+        if reason.endswith("Timeout"):
+            await self.pool_condition(claim, cond.FALSE, reason, f"NodeClaim {name}: {message}")
+        await self.state.workload.delete(NODECLAIMS, name)
+        return Result()
+
+    async def pool_condition(self, claim: Object, status: str, reason: str, message: str) -> None:
+        """Set the NodePool's NodeRegistrationHealthy condition. The status controller writes the pool's
+        other conditions, so this write is conditional on the version read and retried on a conflict."""
+        pool_name = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
+        cached = self.state.node_pools.store.get(pool_name)
+        existing = cond.find(cached, REGISTRATION_HEALTHY) if cached else None
+        if cached is None or (
+            existing and (existing.get("status"), existing.get("reason")) == (status, reason)
+        ):
+            return
+        for _ in range(3):
+            try:
+                pool = await self.state.workload.get(NODEPOOLS, pool_name)
+            except ApiError as error:
+                if error.not_found:
+                    return
+                raise
+            generation = pool["metadata"].get("generation", 0)
+            conditions = cond.with_condition(
+                cond.conditions_of(pool), REGISTRATION_HEALTHY, status, reason, message, generation
+            )
+            patch = {
+                "metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
+                "status": {"conditions": conditions},
+            }
+            try:
+                await self.state.workload.patch(NODEPOOLS, pool_name, patch, subresource="status")
+                return
+            except ApiError as error:
+                if not error.conflict:
+                    raise
