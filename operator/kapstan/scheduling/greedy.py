@@ -98,10 +98,10 @@ class Scheduler:
         catalog = {it.name: it for it in snapshot.instance_types}
         ordered_pools = sorted(snapshot.node_pools, key=lambda p: (-p.weight, p.name))
         self.pools = [PoolView.build(p, catalog, snapshot.daemonsets) for p in ordered_pools]
+        # Keys a flavor can give a node. Template labels and requirement-only keys are not among them:
+        # they are in the requirements a pool's claims start from, and a pool that lacks them lacks them.
         self.flavor_keys = {key for it in snapshot.instance_types for key in it.labels}
-        self.flavor_keys.update((*OFFERING_KEYS, NODEPOOL))
-        for pool in snapshot.node_pools:
-            self.flavor_keys.update(pool.labels)
+        self.flavor_keys.update(OFFERING_KEYS)
         self.existing = [ExistingTarget.build(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
         self.claims: list[Claim] = []
         self.next_index = 0
@@ -179,8 +179,9 @@ class Scheduler:
     def merge(
         self, base: reqs.Requirements, pod_reqs: reqs.Requirements
     ) -> dict[str, reqs.Requirement] | str:
-        """Base requirements narrowed by the pod's, or a description of the first conflict. A key no pool or
-        flavor defines can only be absent on a new node."""
+        """Base requirements narrowed by the pod's, or a description of the first conflict. A key that
+        neither the base (the pool's labels and requirements) nor any flavor defines can only be absent
+        on a new node of this pool."""
         out = dict(base)
         for key, req in pod_reqs.items():
             current = out.get(key)
@@ -445,7 +446,7 @@ class Scheduler:
             CAPACITY_TYPE: offering.capacity_type,
         }
         for key, req in claim.requirements.items():
-            value = req.single_value()
+            value = reqs.carried_value(req)
             if key not in labels and value is not None:
                 labels[key] = value
         return PlannedNodeClaim(

@@ -187,6 +187,35 @@ def intersect(a: Requirements, b: Requirements) -> dict[str, Requirement]:
     return out
 
 
+def carried_value(req: Requirement) -> str | None:
+    """The value a new node carries for a key that only its NodePool's requirements define (no flavor has
+    the label and the template does not set it), under what the claim's pods narrowed it to.
+
+    None when the node may go without the label (NotIn, DoesNotExist) or nothing is allowed. Otherwise one
+    allowed value, as Karpenter's `Requirement.Any` gives the NodeClaim one; Karpenter draws it at random,
+    both engines take the first instead so that plans repeat: the smallest value of an In, or the smallest
+    integer from the lower bound (from 0 without one, downwards below an upper bound of 0 or less) that
+    the bounds and the excluded values allow.
+    """
+    if req.absent_ok or req.is_empty():
+        return None
+    if not req.complement:
+        return min(req.values)
+    if req.greater_than is not None:
+        start, step = req.greater_than + 1, 1
+    elif req.less_than is not None and req.less_than <= 0:
+        start, step = req.less_than - 1, -1
+    else:
+        start, step = 0, 1
+    # At most len(values) candidates are excluded, so the search ends within len(values) + 1 steps;
+    # is_empty() already said that a bounded range holds an allowed integer.
+    for offset in range(len(req.values) + 1):
+        candidate = str(start + step * offset)
+        if req.has(candidate):
+            return candidate
+    return None
+
+
 def first_conflict(reqs: Requirements, labels: Mapping[str, str]) -> Requirement | None:
     """The first requirement that a node with exactly these labels violates, or None."""
     for req in reqs.values():

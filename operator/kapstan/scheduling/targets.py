@@ -6,7 +6,7 @@ that of its cheapest remaining flavor. Requirements only narrow as pods join, so
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from kapstan.scheduling import requirements as reqs
@@ -37,6 +37,8 @@ class Flavor:
     it: InstanceType
     net: dict[str, int]
     overhead: dict[str, int]
+    pool_keys: frozenset[str] = frozenset()
+    """Label keys the NodePool gives every node of its own (`pool_label_keys`), whatever the flavor."""
 
     @property
     def name(self) -> str:
@@ -61,11 +63,16 @@ class Flavor:
         return min(self.offerings(requirements), key=lambda o: (o.price, o.zone, o.capacity_type))
 
     def compatible(self, requirements: reqs.Requirements) -> bool:
-        """Whether a node of this flavor can meet the requirements on the labels the flavor defines."""
+        """Whether a node of this flavor can meet the requirements: on the labels the flavor defines, and,
+        for a key that neither the flavor nor its NodePool gives the node, only if absence is allowed."""
         for req in requirements.values():
             if req.key in OFFERING_KEYS:
                 continue
-            if req.key in self.it.labels and not req.has(self.it.labels[req.key]):
+            value = self.it.labels.get(req.key)
+            if value is not None:
+                if not req.has(value):
+                    return False
+            elif not req.absent_ok and req.key not in self.pool_keys:
                 return False
         if ZONE in requirements or CAPACITY_TYPE in requirements:
             return bool(self.offerings(requirements))
@@ -78,6 +85,15 @@ class Flavor:
             return sorted({(o.zone, o.capacity_type)[index] for o in self.offerings(requirements)})
         value = self.it.labels.get(key)
         return [] if value is None else [value]
+
+
+def pool_label_keys(pool: NodePool, flavor_label_keys: Set[str]) -> frozenset[str]:
+    """The label keys a NodePool gives its nodes whatever their flavor: its template labels, its own
+    name, and every key of its requirements that no flavor defines (a label some flavor carries is that
+    flavor's: a flavor without it has none). The node's value of such a requirement-only key is
+    `requirements.carried_value`."""
+    required = {req.key for req in pool.requirements} - flavor_label_keys - {HOSTNAME, *OFFERING_KEYS}
+    return frozenset({*pool.labels, NODEPOOL, *required})
 
 
 def daemonset_overhead(
@@ -107,17 +123,24 @@ class PoolView:
     ) -> PoolView:
         base = reqs.build(pool.requirements, {**pool.labels, NODEPOOL: pool.name})
         names = pool.instance_types if pool.instance_types is not None else tuple(sorted(catalog))
+        pool_keys = pool_label_keys(pool, {key for it in catalog.values() for key in it.labels})
+        carried = {key: reqs.carried_value(base[key]) for key in sorted(pool_keys) if key in base}
         flavors: list[Flavor] = []
         for name in names:
             it = catalog.get(name)
             if it is None:
                 continue
-            labels = {**it.labels, **pool.labels, NODEPOOL: pool.name}
+            labels = {
+                **{key: value for key, value in carried.items() if value is not None},
+                **it.labels,
+                **pool.labels,
+                NODEPOOL: pool.name,
+            }
             if it.offerings:
                 cheapest = min(it.offerings, key=lambda o: (o.price, o.zone))
                 labels.update({ZONE: cheapest.zone, CAPACITY_TYPE: cheapest.capacity_type})
             overhead = daemonset_overhead(daemonsets, labels, [*pool.taints, *it.taints])
-            flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead)
+            flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead, pool_keys)
             if flavor.compatible(base):
                 flavors.append(flavor)
         flavors.sort(key=lambda f: (f.price(base), f.name))

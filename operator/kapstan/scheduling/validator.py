@@ -81,6 +81,7 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
             violations.append(f"plan places pods on unknown node {name}")
     pools = {pool.name: pool for pool in snapshot.node_pools}
     flavors = {it.name: it for it in snapshot.instance_types}
+    flavor_keys = {key for it in snapshot.instance_types for key in it.labels}
     for index, claim in enumerate(plan.node_claims):
         label = f"nodeclaim #{index} ({claim.node_pool}/{claim.instance_type})"
         pool, flavor = pools.get(claim.node_pool), flavors.get(claim.instance_type)
@@ -109,6 +110,15 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         for key, value in expected.items():
             if labels.get(key) != value:
                 violations.append(f"{label}: label {key}={labels.get(key)} should be {value}")
+        # Any other label can only be the value of a requirement-only key of its own NodePool: a flavor
+        # label belongs to the flavors that carry it, a template label to its own pool.
+        requirement_only = {r.key for r in pool.requirements} - flavor_keys - {HOSTNAME}
+        for key, value in labels.items():
+            if key not in expected and key not in requirement_only:
+                violations.append(
+                    f"{label}: label {key}={value} comes from neither its flavor, its NodePool's "
+                    "template nor its NodePool's requirements"
+                )
         conflict = reqs.first_conflict(reqs.build(pool.requirements), labels)
         if conflict is not None:
             violations.append(f"{label}: breaks NodePool requirement {conflict.describe()}")

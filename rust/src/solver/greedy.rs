@@ -14,7 +14,7 @@ use super::model::{
     CAPACITY_TYPE, CPU, HOSTNAME, MEMORY, NODEPOOL, ZONE,
 };
 use super::preferences::Preferences;
-use super::requirements::{Reqs, Requirement};
+use super::requirements::{carried_value, Reqs, Requirement};
 use super::resources::{self as res, Names};
 use super::room::RoomIndex;
 use super::targets::{
@@ -189,15 +189,14 @@ impl<'s> Scheduler<'s> {
                 )
             })
             .collect();
+        // Keys a flavor can give a node (as in Python, template labels and requirement-only keys are in
+        // their own pool's base requirements only).
         let mut flavor_keys: BTreeSet<String> = snapshot
             .instance_types
             .iter()
             .flat_map(|it| it.labels.iter().map(|(k, _)| k.clone()))
             .collect();
-        flavor_keys.extend([ZONE, CAPACITY_TYPE, NODEPOOL].map(String::from));
-        for pool in &snapshot.node_pools {
-            flavor_keys.extend(pool.labels.iter().map(|(k, _)| k.clone()));
-        }
+        flavor_keys.extend(OFFERING_KEYS.map(String::from));
         let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         let existing: Vec<ExistingTarget> = nodes
@@ -970,9 +969,9 @@ impl<'s> Scheduler<'s> {
         set_label(&mut labels, ZONE, &offering.zone);
         set_label(&mut labels, CAPACITY_TYPE, &offering.capacity_type);
         for req in &claim.requirements.0 {
-            if let Some(value) = req.single_value() {
-                if lookup(&labels, &req.key).is_none() {
-                    labels.push((req.key.clone(), value.to_string()));
+            if lookup(&labels, &req.key).is_none() {
+                if let Some(value) = carried_value(req) {
+                    labels.push((req.key.clone(), value));
                 }
             }
         }

@@ -223,6 +223,29 @@ impl Requirement {
     }
 }
 
+/// The value a new node carries for a key that only its NodePool's requirements define (twin of
+/// `requirements.carried_value`): None when the node may go without the label or nothing is allowed;
+/// otherwise the first allowed value (Karpenter's `Requirement.Any` draws one at random): the smallest
+/// value of an In, or the smallest integer from the lower bound (from 0 without one, downwards below an
+/// upper bound of 0 or less) that the bounds and the excluded values allow.
+pub fn carried_value(req: &Requirement) -> Option<String> {
+    if req.absent_ok || req.is_empty() {
+        return None;
+    }
+    if !req.complement {
+        return req.values.iter().next().cloned();
+    }
+    let (start, step): (i128, i128) = match (req.greater_than, req.less_than) {
+        (Some(g), _) => (g.saturating_add(1), 1),
+        (None, Some(l)) if l <= 0 => (l.saturating_sub(1), -1),
+        _ => (0, 1),
+    };
+    // At most `values.len()` candidates are excluded, so the search ends within that many steps plus one.
+    (0..=req.values.len() as i128)
+        .map(|offset| start.saturating_add(step * offset).to_string())
+        .find(|candidate| req.has(candidate))
+}
+
 /// Requirements by key, in insertion order (a key keeps its first position when narrowed again).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Reqs(pub Vec<Requirement>);
@@ -310,6 +333,37 @@ mod tests {
         assert!(!range.has("four"));
         let never = range.intersect(&Requirement::from_selector(&sel("gen", "Gte", &["9"])));
         assert!(never.is_empty());
+    }
+
+    fn carried(reqs: &[NodeSelectorRequirement]) -> Option<String> {
+        let mut merged = Requirement::from_selector(&reqs[0]);
+        for other in &reqs[1..] {
+            merged = merged.intersect(&Requirement::from_selector(other));
+        }
+        carried_value(&merged)
+    }
+
+    #[test]
+    fn a_carried_value_is_the_first_allowed_one() {
+        assert_eq!(
+            carried(&[sel("team", "In", &["red", "blue"])]).as_deref(),
+            Some("blue")
+        );
+        assert_eq!(carried(&[sel("team", "Exists", &[])]).as_deref(), Some("0"));
+        let not_small = [
+            sel("team", "NotIn", &["0", "1"]),
+            sel("team", "Exists", &[]),
+        ];
+        assert_eq!(carried(&not_small).as_deref(), Some("2"));
+        assert_eq!(carried(&[sel("team", "NotIn", &["0"])]), None);
+        assert_eq!(carried(&[sel("gen", "Gt", &["-3"])]).as_deref(), Some("-2"));
+        assert_eq!(carried(&[sel("gen", "Lt", &["-3"])]).as_deref(), Some("-4"));
+        let none_left = [
+            sel("gen", "Gt", &["2"]),
+            sel("gen", "Lt", &["4"]),
+            sel("gen", "NotIn", &["3"]),
+        ];
+        assert_eq!(carried(&none_left), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::model::{
     lookup, DaemonSet, HostPort, InstanceType, Node, NodePool, Offering, Pairs, Taint,
     CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
 };
-use super::requirements::{Reqs, Requirement};
+use super::requirements::{carried_value, Reqs, Requirement};
 use super::resources::{self as res, Names, Res};
 use super::topology::{matches_node, untolerated};
 
@@ -76,6 +76,8 @@ pub struct Flavor {
     pub net_dense: Vec<i64>,
     /// Price under the pool's own requirements, which never change during a solve.
     pub base_price: f64,
+    /// Label keys the NodePool gives every node of its own (`pool_label_keys`), whatever the flavor.
+    pub pool_keys: Rc<BTreeSet<String>>,
 }
 
 impl Flavor {
@@ -131,13 +133,20 @@ impl Flavor {
             if OFFERING_KEYS.contains(&req.key.as_str()) {
                 continue;
             }
-            if let Some(value) = lookup(&self.it.labels, &req.key) {
-                if !req.has(value) {
-                    return false;
-                }
+            if !self.label_allows(req) {
+                return false;
             }
         }
         true
+    }
+
+    /// Whether a node of this flavor meets the requirement on its key: on the flavor's own label, and for
+    /// a key that neither the flavor nor its NodePool gives the node, only if absence is allowed.
+    fn label_allows(&self, req: &Requirement) -> bool {
+        match lookup(&self.it.labels, &req.key) {
+            Some(value) => req.has(value),
+            None => req.absent_ok || self.pool_keys.contains(&req.key),
+        }
     }
 
     /// `price` with the zone and capacity-type requirements already looked up.
@@ -191,10 +200,7 @@ impl Flavor {
         if OFFERING_KEYS.contains(&key) {
             return self.offerings_masked(mask).next().is_some();
         }
-        match (lookup(&self.it.labels, key), reqs.get(key)) {
-            (Some(value), Some(req)) => req.has(value),
-            _ => true,
-        }
+        reqs.get(key).is_none_or(|req| self.label_allows(req))
     }
 
     pub fn label(&self, key: &str, reqs: &Reqs) -> Vec<String> {
@@ -318,6 +324,21 @@ pub fn daemonset_overhead(
     out
 }
 
+/// The label keys a NodePool gives its nodes whatever their flavor (twin of `targets.pool_label_keys`):
+/// its template labels, its own name, and every key of its requirements that no flavor defines (a label
+/// some flavor carries is that flavor's). The node's value of such a key is `carried_value`.
+pub fn pool_label_keys(pool: &NodePool, flavor_label_keys: &BTreeSet<&str>) -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = pool.labels.iter().map(|(k, _)| k.clone()).collect();
+    keys.insert(NODEPOOL.to_string());
+    for req in &pool.requirements {
+        let key = req.key.as_str();
+        if !flavor_label_keys.contains(key) && key != HOSTNAME && !OFFERING_KEYS.contains(&key) {
+            keys.insert(req.key.clone());
+        }
+    }
+    keys
+}
+
 pub enum Limit {
     Nodes,
     Resource(String),
@@ -351,12 +372,24 @@ impl PoolView {
                 all
             }
         };
+        let flavor_label_keys: BTreeSet<&str> = catalog
+            .iter()
+            .flat_map(|it| it.labels.iter().map(|(k, _)| k.as_str()))
+            .collect();
+        let pool_keys = Rc::new(pool_label_keys(pool, &flavor_label_keys));
+        let carried: Pairs<String> = pool_keys
+            .iter()
+            .filter_map(|key| {
+                let value = carried_value(base.get(key)?)?;
+                Some((key.clone(), value))
+            })
+            .collect();
         let mut flavors = Vec::new();
         for name in names {
             let Some(it) = catalog.iter().rev().find(|it| it.name == name) else {
                 continue;
             };
-            let mut node_labels = merge_labels(&it.labels, &pool.labels);
+            let mut node_labels = merge_labels(&merge_labels(&carried, &it.labels), &pool.labels);
             set_label(&mut node_labels, NODEPOOL, &pool.name);
             if let Some(cheapest) = it.offerings.iter().min_by(|a, b| {
                 a.price
@@ -376,6 +409,7 @@ impl PoolView {
                 net_dense: resources.dense(&net),
                 net,
                 base_price: 0.0,
+                pool_keys: pool_keys.clone(),
             };
             if flavor.compatible(&base) {
                 flavor.base_price = flavor.price(&base);

@@ -136,7 +136,6 @@ def test_an_explicitly_selected_pool(engine: str) -> None:
     assert claim_of(plan, "default/p").node_pool == "b"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 1: NodePool template labels leak across pools")
 def test_a_pool_chosen_by_its_template_labels(engine: str) -> None:
     """Karpenter suite_test.go "Multiple NodePools": "should schedule to a NodePool by labels"."""
     pools = (pool("a"), pool("b", labels={"foo": "bar"}))
@@ -144,7 +143,6 @@ def test_a_pool_chosen_by_its_template_labels(engine: str) -> None:
     assert claim_of(plan, "default/p").node_pool == "b"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 1: NodePool template labels leak across pools")
 def test_a_heavier_pool_without_the_label_is_not_used(engine: str) -> None:
     """Karpenter suite_test.go "Multiple NodePools": "should schedule to a NodePool by labels", with a
     heavier pool that lacks the label: kube-scheduler would never bind the pod to that pool's node."""
@@ -153,7 +151,6 @@ def test_a_heavier_pool_without_the_label_is_not_used(engine: str) -> None:
     assert claim_of(plan, "default/p").node_pool == "b"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 1: NodePool template labels leak across pools")
 def test_a_value_no_pool_labels_is_refused_with_several_pools(engine: str) -> None:
     """Karpenter suite_test.go "NodePool with Labels": "should not schedule pods that have conflicting node
     selectors", with a second pool that has no such label at all."""
