@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from builders import GI, MI, cpu, make_pod, mem
-from kapstan.api.manifests import add_documents, load_manifests
+from kapstan.api.manifests import add_documents, load_manifests, load_text
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import (
     ARCH,
@@ -40,7 +40,7 @@ from kapstan.scheduling.model import (
     TopologySpreadConstraint,
 )
 from kapstan.scheduling.validator import validate
-from kapstan.snapshot import build_snapshot
+from kapstan.snapshot import build_snapshot, convert_pod
 
 ZONES = ("test-zone-1", "test-zone-2", "test-zone-3")
 GPU = "nvidia.com/gpu"
@@ -217,3 +217,9 @@ def manifest_snapshot(*documents: str, catalog_file: str = "article-catalog-mds.
     manifests = load_manifests([SCENARIOS / catalog_file])
     add_documents(manifests, "\n---\n".join(documents), "<case>")
     return build_snapshot(manifests)
+
+
+def pods_from_yaml(text: str) -> list[Pod]:
+    """Pending pods from real Pod manifests, with requests computed as the snapshot does (containers, init
+    containers, sidecars, overhead, pod-level resources)."""
+    return [convert_pod(p, {}) for workload in load_text(text, "<case>").workloads for p in workload.pods()]
