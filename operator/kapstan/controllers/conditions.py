@@ -14,8 +14,9 @@ from kapstan.kube.client import Object
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 
 
-def now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_text(now: datetime | None = None) -> str:
+    """``now`` (the wall clock when not given) as the API writes times: RFC 3339 at whole seconds."""
+    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -24,10 +25,10 @@ def parse_time(text: str | None) -> datetime | None:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
-def age_seconds(text: str | None) -> float:
-    """Seconds since the RFC 3339 time ``text`` (0 when absent)."""
+def age_seconds(text: str | None, now: datetime | None = None) -> float:
+    """Seconds from the RFC 3339 time ``text`` to ``now`` (the wall clock when not given); 0 when absent."""
     when = parse_time(text)
-    return (datetime.now(UTC) - when).total_seconds() if when else 0.0
+    return ((now or datetime.now(UTC)) - when).total_seconds() if when else 0.0
 
 
 def conditions_of(obj: Object) -> list[dict[str, Any]]:
@@ -50,8 +51,11 @@ def with_condition(
     reason: str,
     message: str = "",
     generation: int = 0,
+    *,
+    now: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """``conditions`` with ``kind`` set; its transition time kept unless the status changes."""
+    """``conditions`` with ``kind`` set; its transition time (``now``, else the wall clock) kept unless
+    the status changes."""
     old = next((c for c in conditions if c.get("type") == kind), None)
     changed = old is None or old.get("status") != status
     condition = {
@@ -60,6 +64,6 @@ def with_condition(
         "reason": reason,
         "message": message,
         "observedGeneration": generation,
-        "lastTransitionTime": now_text() if changed or old is None else old["lastTransitionTime"],
+        "lastTransitionTime": now_text(now) if changed or old is None else old["lastTransitionTime"],
     }
     return [c for c in conditions if c.get("type") != kind] + [condition]

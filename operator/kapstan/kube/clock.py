@@ -1,5 +1,6 @@
 """Injectable time: backoffs, delayed retries and lease expiry read a ``Clock``, so tests advance a
-``FakeClock`` instead of sleeping (STYLE.md habit 10)."""
+``FakeClock`` instead of sleeping (STYLE.md habit 10). Timeouts measured from timestamps the API server
+wrote (``creationTimestamp``, a condition's ``lastTransitionTime``) read the same clock's ``wall``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ import asyncio
 import heapq
 import itertools
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
 class Clock(Protocol):
     def now(self) -> float:
         """Monotonic seconds; only differences mean anything."""
+        ...
+
+    def wall(self) -> datetime:
+        """The time of day in UTC, to compare with timestamps the API server wrote."""
         ...
 
     async def sleep(self, seconds: float) -> None: ...
@@ -22,6 +28,9 @@ class SystemClock:
     def now(self) -> float:
         return time.monotonic()
 
+    def wall(self) -> datetime:
+        return datetime.now(UTC)
+
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
 
@@ -29,16 +38,26 @@ class SystemClock:
 SYSTEM_CLOCK = SystemClock()
 
 
+FAKE_WALL_START = datetime(2026, 1, 1, tzinfo=UTC)
+"""Where a ``FakeClock``'s time of day starts: a whole second, as API timestamps are."""
+
+
 class FakeClock:
     """Time stands still until ``advance``; sleepers wake, in deadline order, once it has passed."""
 
-    def __init__(self, start: float = 1000.0) -> None:
+    def __init__(self, start: float = 1000.0, wall_start: datetime = FAKE_WALL_START) -> None:
         self._now = start
+        self._start = start
+        self._wall_start = wall_start
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
     def now(self) -> float:
         return self._now
+
+    def wall(self) -> datetime:
+        """``wall_start`` moved on by as much as ``advance`` has moved the clock."""
+        return self._wall_start + timedelta(seconds=self._now - self._start)
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:

@@ -13,6 +13,7 @@ import logging
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODES
@@ -24,10 +25,11 @@ GRACE = 60.0
 
 
 class Adoption:
-    def __init__(self, state: ClusterState, events: EventRecorder) -> None:
+    def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.state = state
         self.events = events
-        self.controller = Controller("adoption", self.reconcile)
+        self.clock = clock
+        self.controller = Controller("adoption", self.reconcile, clock=clock)
         state.nodes.add_handler(self.controller.enqueue)
 
     async def run(self) -> None:
@@ -46,7 +48,7 @@ class Adoption:
         machines = self.state.machines.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
         if any(NODECLAIM_ANNOTATION in (m["metadata"].get("annotations") or {}) for m in machines):
             return Result()  # claimed: the claim's registration removes the taint
-        age = cond.age_seconds(node["metadata"].get("creationTimestamp"))
+        age = cond.age_seconds(node["metadata"].get("creationTimestamp"), self.clock.wall())
         if not machines and age < GRACE:
             return Result(requeue_after=GRACE - age)
         kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT_KEY]

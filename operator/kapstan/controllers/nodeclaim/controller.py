@@ -7,19 +7,26 @@ from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
 from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.store import Event
 
 
 class NodeClaimController:
     def __init__(
-        self, state: ClusterState, lifecycle: Lifecycle, terminator: Terminator, workers: int = 4
+        self,
+        state: ClusterState,
+        lifecycle: Lifecycle,
+        terminator: Terminator,
+        workers: int = 4,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.state = state
         self.lifecycle = lifecycle
         self.terminator = terminator
         # Several workers: a launch waits on its MD (up to a minute), claims of other MDs go on meanwhile.
-        self.controller = Controller("nodeclaim", self.reconcile, workers=workers)
+        self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)
         state.nodes.add_handler(self._on_node)
         state.machines.add_handler(self._on_machine)

@@ -39,7 +39,7 @@ class Initialization:
             )
         conditions = cond.conditions_of(claim)
         for kind in (INITIALIZED, READY):
-            conditions = cond.with_condition(conditions, kind, cond.TRUE, kind)
+            conditions = self.steps.condition(conditions, kind, cond.TRUE, kind)
         await self.steps.write_status(claim, {"conditions": conditions})
         log.info(
             "initialized", extra={"nodeclaim": claim["metadata"]["name"], "node": node["metadata"]["name"]}

@@ -54,7 +54,7 @@ class Launch:
     async def reconcile(self, claim: Object) -> Result:
         name = claim["metadata"]["name"]
         timeouts = self.steps.timeouts
-        if cond.age_seconds(claim["metadata"].get("creationTimestamp")) > timeouts.launch:
+        if self.steps.age(claim["metadata"].get("creationTimestamp")) > timeouts.launch:
             return await self.steps.give_up(
                 claim, "LaunchTimeout", f"not launched within {timeouts.launch:.0f}s"
             )
@@ -117,7 +117,7 @@ class Launch:
             claim = await self.steps.state.workload.patch(NODECLAIMS, name, patch)
         status: dict[str, Any] = {
             "providerID": machine.provider_id,
-            "conditions": cond.with_condition(cond.conditions_of(claim), LAUNCHED, cond.TRUE, LAUNCHED),
+            "conditions": self.steps.condition(cond.conditions_of(claim), LAUNCHED, cond.TRUE, LAUNCHED),
         }
         if flavor is not None:
             status["capacity"] = _quantities(flavor.capacity)

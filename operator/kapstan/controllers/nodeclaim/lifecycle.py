@@ -23,6 +23,7 @@ from kapstan.controllers.nodeclaim.liveness import Steps, Timeouts
 from kapstan.controllers.nodeclaim.registration import Registration
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.events import EventRecorder
 
@@ -39,8 +40,10 @@ class Lifecycle:
         events: EventRecorder,
         catalog: CatalogSource,
         timeouts: Timeouts | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        steps = Steps(state, events, timeouts or Timeouts())
+        steps = Steps(state, events, timeouts or Timeouts(), clock)
         self.timeouts = steps.timeouts
         self.launch = Launch(steps, provider, catalog)
         self.registration = Registration(steps)

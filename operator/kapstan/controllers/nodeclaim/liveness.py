@@ -16,6 +16,7 @@ from kapstan.api.wellknown import NODEPOOL, REGISTRATION_HEALTHY
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
+from kapstan.kube.clock import Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -34,11 +35,22 @@ class Timeouts:
 
 @dataclass(frozen=True)
 class Steps:
-    """The cluster, the Event sink and the timeouts every lifecycle step works with."""
+    """The cluster, the Event sink, the timeouts and the clock every lifecycle step works with."""
 
     state: ClusterState
     events: EventRecorder
     timeouts: Timeouts
+    clock: Clock
+
+    def age(self, timestamp: str | None) -> float:
+        """Seconds since ``timestamp`` (one the API server or a step wrote), on the injected clock."""
+        return cond.age_seconds(timestamp, self.clock.wall())
+
+    def condition(
+        self, conditions: list[dict[str, Any]], kind: str, status: str, reason: str
+    ) -> list[dict[str, Any]]:
+        """``conditions`` with ``kind`` set, its transition time read from the injected clock."""
+        return cond.with_condition(conditions, kind, status, reason, now=self.clock.wall())
 
     async def write_status(self, claim: Object, status: Mapping[str, Any]) -> None:
         await self.state.workload.patch(
@@ -73,7 +85,13 @@ class Steps:
                 raise
             generation = pool["metadata"].get("generation", 0)
             conditions = cond.with_condition(
-                cond.conditions_of(pool), REGISTRATION_HEALTHY, status, reason, message, generation
+                cond.conditions_of(pool),
+                REGISTRATION_HEALTHY,
+                status,
+                reason,
+                message,
+                generation,
+                now=self.clock.wall(),
             )
             patch = {
                 "metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},

@@ -59,7 +59,7 @@ class Registration:
             "spec": {"taints": taints},
         }
         await self.steps.state.workload.patch(NODES, node["metadata"]["name"], patch)
-        conditions = cond.with_condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
+        conditions = self.steps.condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
         await self.steps.write_status(claim, {"nodeName": node["metadata"]["name"], "conditions": conditions})
         await self.steps.pool_condition(claim, cond.TRUE, "NodeRegistered", "")
         metrics.NODES_CREATED.labels((claim["metadata"].get("labels") or {}).get(NODEPOOL, "")).inc()
@@ -74,7 +74,7 @@ class Registration:
     async def _check_timeout(self, claim: Object) -> Result:
         timeouts = self.steps.timeouts
         launched = cond.find(claim, LAUNCHED) or {}
-        if cond.age_seconds(launched.get("lastTransitionTime")) > timeouts.registration:
+        if self.steps.age(launched.get("lastTransitionTime")) > timeouts.registration:
             return await self.steps.give_up(
                 claim,
                 "RegistrationTimeout",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kapstan.api.duration import parse_duration
@@ -32,6 +32,7 @@ from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -60,11 +61,14 @@ class Terminator:
         provider: CloudProvider,
         events: EventRecorder,
         timing: TerminationTiming | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.state = state
         self.provider = provider
         self.events = events
         self.timing = timing or TerminationTiming()
+        self.clock = clock
 
     async def reconcile(self, claim: Object) -> Result:
         if TERMINATION_FINALIZER not in (claim["metadata"].get("finalizers") or []):
@@ -116,7 +120,8 @@ class Terminator:
 
     async def _drain(self, claim: Object, node: Object) -> int:
         """Ask every evictable pod to leave; returns how many pods are still to go."""
-        forced = _grace_over(claim)
+        now = self.clock.wall()
+        forced = _grace_over(claim, now)
         remaining = 0
         for pod in self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"]):
             if not drained(pod):
@@ -124,7 +129,7 @@ class Terminator:
             remaining += 1
             if pod["metadata"].get("deletionTimestamp"):
                 continue  # leaving already
-            if not forced and do_not_disrupt(pod, datetime.now(UTC)):
+            if not forced and do_not_disrupt(pod, now):
                 # Karpenter's rule: such a pod is never evicted; it leaves when it ends, or is deleted
                 # once the claim's terminationGracePeriod is over.
                 await self.events.emit(pod, "Normal", "EvictionWaiting", DO_NOT_DISRUPT_WAIT)
@@ -178,8 +183,8 @@ class Terminator:
                 raise
 
 
-def _grace_over(claim: Object) -> bool:
-    """Whether ``spec.terminationGracePeriod`` has run out since the claim's deletion began."""
+def _grace_over(claim: Object, now: datetime) -> bool:
+    """Whether ``spec.terminationGracePeriod`` has run out, at ``now``, since the claim's deletion began."""
     text = claim.get("spec", {}).get("terminationGracePeriod")
     if not text:
         return False
@@ -187,4 +192,4 @@ def _grace_over(claim: Object) -> bool:
         grace = parse_duration(text)
     except ValueError:
         return False
-    return age_seconds(claim["metadata"].get("deletionTimestamp")) >= grace.total_seconds()
+    return age_seconds(claim["metadata"].get("deletionTimestamp"), now) >= grace.total_seconds()
