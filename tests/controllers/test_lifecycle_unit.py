@@ -1,0 +1,141 @@
+"""The NodeClaim lifecycle (launch, registration, initialization, their timeouts) on the fake provider and
+a fake clock: every step in milliseconds, without an API server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from controllers.fake_cluster import POOL, World, world
+from kapstan.api.wellknown import (
+    INITIALIZED,
+    INITIALIZED_LABEL,
+    INSTANCE_TYPE,
+    LAUNCHED,
+    MACHINE_ANNOTATION,
+    READY,
+    REGISTERED,
+    REGISTERED_LABEL,
+    REGISTRATION_HEALTHY,
+    UNREGISTERED_TAINT_KEY,
+)
+from kapstan.capi import InsufficientCapacity, LaunchRequest, Paused
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
+from kapstan.kube.client import Object
+from kapstan.kube.controller import Result
+
+TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
+STARTUP = {"key": "example.com/agent", "effect": "NoSchedule"}
+
+
+def _lifecycle(w: World) -> Lifecycle:
+    return Lifecycle(w.state, w.provider, w.events, w.state.simulation_input, TIMEOUTS, clock=w.clock)
+
+
+def _run(w: World, claim: Object) -> Result:
+    return asyncio.run(_lifecycle(w).reconcile(w.claim_now(claim["metadata"]["name"])))
+
+
+def _launched(w: World, *flavors: str) -> Object:
+    claim = asyncio.run(w.claim(*flavors))
+    _run(w, claim)
+    return w.claim_now(claim["metadata"]["name"])
+
+
+def test_a_launch_claims_a_machine_of_the_offerings_md_and_records_it() -> None:
+    w = world()
+    claim = asyncio.run(w.claim("c3-4"))
+    name = claim["metadata"]["name"]
+    result = _run(w, claim)
+    (call,) = w.provider.calls
+    assert call.method == "create" and isinstance(call.argument, LaunchRequest)
+    assert (call.argument.nodeclaim, call.argument.source.name) == (name, "md-c3-4")
+    launched = w.claim_now(name)
+    assert cond.is_true(launched, LAUNCHED)
+    assert launched["status"]["providerID"] == "fake://md-c3-4-0"
+    assert launched["status"]["allocatable"]["cpu"]  # the flavor's shape, before any Node exists
+    assert launched["metadata"]["annotations"][MACHINE_ANNOTATION] == "capi/md-c3-4-0"
+    assert w.api.reasons(name) == [LAUNCHED]
+    assert result.requeue_after == TIMEOUTS.poll
+
+
+def test_a_full_md_makes_the_launch_fall_back_to_the_next_ranked_flavor() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    w.provider.fail_next("create", InsufficientCapacity("md-c3-4 is at its max size"))
+    launched = _launched(w, "c3-4", "c3-8")
+    assert [c.argument.source.name for c in w.provider.calls] == ["md-c3-4", "md-c3-8"]  # type: ignore[union-attr]
+    assert launched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+    assert cond.is_true(launched, LAUNCHED)
+    assert w.api.reasons(launched["metadata"]["name"]) == ["FlavorFallback", LAUNCHED]
+
+
+def test_a_paused_md_is_retried_until_the_launch_timeout_then_the_claim_is_deleted() -> None:
+    w = world()
+    claim = asyncio.run(w.claim("c3-4"))
+    name = claim["metadata"]["name"]
+    w.provider.fail_next("create", Paused("md-c3-4 is paused"))
+    assert _run(w, claim).requeue_after == TIMEOUTS.retry
+    assert not cond.is_true(w.claim_now(name), LAUNCHED)
+    w.clock.advance(TIMEOUTS.launch + 1)
+    assert _run(w, claim) == Result()
+    assert len(w.provider.calls) == 1  # timed out before asking again
+    assert w.api.writes_of("delete", "nodeclaims")[0].name == name
+    assert w.api.reasons(name) == ["LaunchDelayed", "LaunchTimeout"]
+    pool = w.state.node_pools.store.get(POOL)
+    assert pool is not None
+    health = cond.find(pool, REGISTRATION_HEALTHY)
+    assert health is not None and (health["status"], health["reason"]) == (cond.FALSE, "LaunchTimeout")
+
+
+def test_a_launched_claim_without_a_node_is_deleted_after_the_registration_timeout() -> None:
+    w = world()
+    launched = _launched(w, "c3-4")
+    name = launched["metadata"]["name"]
+    w.clock.advance(TIMEOUTS.registration - 1)
+    assert _run(w, launched).requeue_after == TIMEOUTS.poll
+    assert not w.api.writes_of("delete", "nodeclaims")
+    w.clock.advance(2)
+    _run(w, launched)
+    assert [d.name for d in w.api.writes_of("delete", "nodeclaims")] == [name]
+    assert w.api.reasons(name)[-1] == "RegistrationTimeout"
+
+
+def test_registration_syncs_labels_and_taints_onto_the_node_and_removes_the_unregistered_taint() -> None:
+    w = world()
+    launched = _launched(w, "c3-4")
+    name = launched["metadata"]["name"]
+    w.state.node_claims.store.upsert({**launched, "spec": {**launched["spec"], "startupTaints": [STARTUP]}})
+    dedicated = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    w.node(
+        "node-a",
+        launched["status"]["providerID"],
+        taints=[{"key": UNREGISTERED_TAINT_KEY, "effect": "NoExecute"}, dedicated],
+    )
+    _run(w, launched)
+    node = w.state.nodes.store.get("node-a")
+    assert node is not None
+    assert node["spec"]["taints"] == [dedicated, STARTUP]
+    labels = node["metadata"]["labels"]
+    assert labels[REGISTERED_LABEL] == "true"
+    assert labels[INSTANCE_TYPE] == "c3-4" and labels["karpenter.sh/nodepool"] == POOL
+    registered = w.claim_now(name)
+    assert cond.is_true(registered, REGISTERED) and registered["status"]["nodeName"] == "node-a"
+    assert w.api.reasons(name)[-1] == REGISTERED
+
+
+def test_initialization_waits_for_ready_and_the_startup_taints_then_marks_the_claim_and_node() -> None:
+    w = world()
+    launched = _launched(w, "c3-4")
+    name = launched["metadata"]["name"]
+    w.state.node_claims.store.upsert({**launched, "spec": {**launched["spec"], "startupTaints": [STARTUP]}})
+    w.node("node-a", launched["status"]["providerID"])
+    _run(w, launched)  # registered; the Node keeps the startup taint and is not Ready
+    _run(w, launched)
+    assert not cond.is_true(w.claim_now(name), INITIALIZED)
+    w.node("node-a", launched["status"]["providerID"], taints=[], ready=True)
+    _run(w, launched)
+    initialized = w.claim_now(name)
+    assert cond.is_true(initialized, INITIALIZED) and cond.is_true(initialized, READY)
+    node = w.state.nodes.store.get("node-a")
+    assert node is not None and node["metadata"]["labels"][INITIALIZED_LABEL] == "true"
+    assert w.api.reasons(name)[-1] == INITIALIZED
