@@ -1,5 +1,8 @@
 //! The snapshot and plan as plain data, read from and written to JSON by the Python side
 //! (`kapstan.scheduling.rust_engine`). Maps whose order matters arrive as lists of pairs.
+//!
+//! Every input struct denies unknown fields and no field has a default: a field the Python side adds,
+//! renames or drops is an error naming it, never a constraint silently ignored.
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +62,7 @@ pub fn lookup<'a, V>(pairs: &'a [(String, V)], key: &str) -> Option<&'a V> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NodeSelectorRequirement {
     pub key: String,
     pub operator: String,
@@ -67,12 +71,14 @@ pub struct NodeSelectorRequirement {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PreferredNodeTerm {
     pub weight: i64,
     pub term: Vec<NodeSelectorRequirement>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LabelSelectorRequirement {
     pub key: String,
     pub operator: String,
@@ -80,6 +86,7 @@ pub struct LabelSelectorRequirement {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LabelSelector {
     #[serde(deserialize_with = "ordered")]
     pub match_labels: Pairs<String>,
@@ -110,6 +117,7 @@ impl LabelSelector {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PodAffinityTerm {
     pub selector: LabelSelector,
     pub topology_key: String,
@@ -118,12 +126,14 @@ pub struct PodAffinityTerm {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WeightedPodAffinityTerm {
     pub weight: i64,
     pub term: PodAffinityTerm,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Toleration {
     pub key: String,
     pub operator: String,
@@ -147,6 +157,7 @@ impl Toleration {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Taint {
     pub key: String,
     pub effect: String,
@@ -164,6 +175,7 @@ impl std::fmt::Display for Taint {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TopologySpreadConstraint {
     pub max_skew: i64,
     pub topology_key: String,
@@ -175,6 +187,7 @@ pub struct TopologySpreadConstraint {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HostPort {
     pub port: i64,
     pub protocol: String,
@@ -192,6 +205,7 @@ impl HostPort {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Pod {
     pub namespace: String,
     pub name: String,
@@ -219,6 +233,7 @@ impl Pod {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Offering {
     pub zone: String,
     pub capacity_type: String,
@@ -227,6 +242,7 @@ pub struct Offering {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InstanceType {
     pub name: String,
     #[serde(deserialize_with = "ordered")]
@@ -240,6 +256,7 @@ pub struct InstanceType {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NodePool {
     pub name: String,
     pub requirements: Vec<NodeSelectorRequirement>,
@@ -255,6 +272,7 @@ pub struct NodePool {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Node {
     pub name: String,
     #[serde(deserialize_with = "ordered")]
@@ -267,12 +285,14 @@ pub struct Node {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DaemonSet {
     pub name: String,
     pub pod: Pod,
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Snapshot {
     pub pods: Vec<Pod>,
     pub instance_types: Vec<InstanceType>,
