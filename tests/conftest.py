@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kapstan.local.fixture import sandbox, two_cluster_sandbox
 from kapstan.scheduling import ENGINES
+from sandbox_fixture import sandbox, two_cluster_sandbox
 
 __all__ = ["engine", "sandbox", "two_cluster_sandbox"]
 

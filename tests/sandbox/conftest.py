@@ -2,7 +2,7 @@
 
 Every test here is marked ``sandbox`` (select with ``-m sandbox``, deselect with ``-m "not sandbox"``).
 They build what they need on first use; ``KAPSTAN_SKIP_SANDBOX=1`` skips them. Their fixtures are in
-``tests/conftest.py``.
+``tests/sandbox_fixture.py``, imported by ``tests/conftest.py``.
 """
 
 from __future__ import annotations

@@ -86,12 +86,11 @@ def test_inner(sandbox):
 def _run_inner(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     inner = tmp_path / f"inner_{mode}.py"
     inner.write_text(
-        "from test_cleanup import _listening_ports as PORTS\nfrom kapstan.local.fixture import sandbox\n"
-        + INNER
+        "from test_cleanup import _listening_ports as PORTS\nfrom sandbox_fixture import sandbox\n" + INNER
     )
     out = tmp_path / "out.json"
     env = {**os.environ, "KAPSTAN_INNER_OUT": str(out), "KAPSTAN_INNER_MODE": mode}
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")])
     res = subprocess.run(
         [
             sys.executable,

@@ -1,7 +1,8 @@
 """The sandbox: a real Kubernetes control plane and Cluster API on one machine, for tests and the demo.
 
-``build`` compiles the binaries from Go modules into a cache, ``sandbox`` runs them, ``fixture`` offers
-them to pytest. Nothing here is used by ``kapstan run``.
+``build`` compiles the binaries from Go modules into a cache, ``sandbox`` runs them (``running`` for the
+length of a ``with`` block; the test suite's pytest fixtures in ``tests/sandbox_fixture.py`` are built on
+it). Nothing here is used by ``kapstan run``, and nothing here imports pytest.
 """
 
 from kapstan.local.build import Artifacts, BuildError, build

@@ -9,6 +9,7 @@ another shell can undo ``kapstan local up``.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import json
@@ -234,15 +235,20 @@ def _index(items: list[str], name: str) -> int:
 
 @contextlib.contextmanager
 def running(directory: Path | None = None, two_clusters: bool = False) -> Iterator[Sandbox]:
-    """A sandbox for the duration of a ``with`` block, torn down however the block ends."""
+    """A sandbox for the duration of a ``with`` block, torn down however the block ends: normally, on an
+    exception or Ctrl-C inside it, when start-up fails (``up`` tears itself down), and, as a last resort,
+    at interpreter exit (a process that exits without unwinding the block must not leave servers behind).
+    """
     tmp = directory is None
     root = Path(tempfile.mkdtemp(prefix="kapstan-local-")) / "sandbox" if tmp else directory
     assert root is not None
     sandbox = Sandbox(root, two_clusters=two_clusters)
-    sandbox.up()
+    atexit.register(sandbox.down)  # idempotent, so running it again after the block is harmless
+    sandbox.up()  # tears itself down if start-up fails
     try:
         yield sandbox
     finally:
         sandbox.down()
+        atexit.unregister(sandbox.down)
         if tmp:
             shutil.rmtree(root.parent, ignore_errors=True)

@@ -1,14 +1,13 @@
-"""Pytest fixtures that run the sandbox for a test session.
+"""The pytest face of the local sandbox: session-wide ``sandbox`` and ``two_cluster_sandbox`` fixtures.
 
-Import them into a conftest (``from kapstan.local.fixture import sandbox, two_cluster_sandbox``). The
-sandbox is built if needed, started once per session, and torn down at session end, when start-up
-fails, on Ctrl-C (pytest finalizes fixtures on KeyboardInterrupt) and, as a last resort, at
-interpreter exit. ``KAPSTAN_SKIP_SANDBOX=1`` skips the tests that use it.
+The sandbox logic itself (start, stop, clean up however the session ends) is the package's
+``kapstan.local.sandbox.running``; this module only adds what is pytest's: session scope, a temporary
+directory, and ``KAPSTAN_SKIP_SANDBOX=1`` turning the tests that need a sandbox into skips. pytest finalizes
+fixtures on Ctrl-C, so an interrupted run unwinds ``running`` and stops every process.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kapstan.local.sandbox import Sandbox
+from kapstan.local.sandbox import Sandbox, running
 
 SKIP_ENV = "KAPSTAN_SKIP_SANDBOX"
 
@@ -24,14 +23,10 @@ SKIP_ENV = "KAPSTAN_SKIP_SANDBOX"
 def _session(tmp: Path, two_clusters: bool) -> Iterator[Sandbox]:
     if os.environ.get(SKIP_ENV) == "1":
         pytest.skip(f"sandbox disabled by {SKIP_ENV}=1")
-    sb = Sandbox(tmp / "sandbox", two_clusters=two_clusters)
-    atexit.register(sb.down)  # idempotent; covers an interpreter that exits without finalizing fixtures
-    sb.up()  # tears itself down if start-up fails
     try:
-        yield sb
+        with running(tmp / "sandbox", two_clusters=two_clusters) as sandbox:
+            yield sandbox
     finally:
-        sb.down()
-        atexit.unregister(sb.down)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
