@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from bench.targets import TARGETS
 
 KARPENTER_REFERENCE = ((5000, 4.0), (20000, 20.0))
-"""Karpenter's core scheduler as quoted in DESIGN.md (not measured here)."""
+"""Karpenter's core scheduler as quoted in docs/architecture.md#why-it-exists (not measured here)."""
 
 
 def solve_time(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
@@ -36,7 +36,7 @@ def solve_time(results: Sequence[Mapping[str, Any]], engines: Sequence[str], pat
                         fontsize=7,
                     )
     xs, ys = zip(*KARPENTER_REFERENCE, strict=True)
-    ax.plot(xs, ys, "--", color="grey", label="Karpenter, mix (DESIGN.md, not measured)")
+    ax.plot(xs, ys, "--", color="grey", label="Karpenter, mix (quoted, not measured)")
     for t in TARGETS:
         if t.metric == "median_seconds" and t.workload.startswith("mix-"):
             x = int(t.workload.split("-")[1])

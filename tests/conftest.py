@@ -1,7 +1,7 @@
-"""Shared fixtures: the `engine` fixture runs a test body once per scheduling engine (STYLE.md habit 6),
-and `sandbox` (`two_cluster_sandbox`: separate management and workload API servers) is one session-wide
-local control plane for every folder that needs a real API server (imported here once, so a full run
-starts one of each, not one per folder)."""
+"""Shared fixtures: the `engine` fixture runs a test body once per scheduling engine
+(docs/architecture.md#one-test-body-two-engines), and `sandbox` (`two_cluster_sandbox`: separate management
+and workload API servers) is one session-wide local control plane for every folder that needs a real API
+server (imported here once, so a full run starts one of each, not one per folder)."""
 
 from __future__ import annotations
 

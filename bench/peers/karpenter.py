@@ -3,10 +3,10 @@
 Two columns come from it:
 - `karpenter`: every NodeClaim launched as its cheapest compatible offering, which is what Karpenter's
   reference providers (kwok, the fake provider) launch.
-- `upstream-capi`: the upstream Karpenter CAPI provider. It reports every flavor at price 0, so the peer
-  runs with `-zero-prices`; at launch it sorts the claim's compatible flavors by name and takes the
-  first (DESIGN.md, and the motivating article: one 3-vCPU pod gets a c3-16, since "c3-16" < "c3-8").
-  The plan is then priced at the real prices.
+- `upstream-capi`: the upstream Karpenter CAPI provider. It reports every flavor at price 0, so the peer runs
+  with `-zero-prices`; at launch it sorts the claim's compatible flavors by name and takes the first
+  (docs/architecture.md#why-it-exists, and the motivating article: one 3-vCPU pod gets a c3-16, since
+  "c3-16" < "c3-8"). The plan is then priced at the real prices.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``kapstan run``: the autoscaler itself (DESIGN.md "The two clusters" for the flags)."""
+"""``kapstan run``: the autoscaler itself (docs/architecture.md#the-two-clusters for the flags)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The committed install manifests are exactly what the generator produces (STYLE.md habit 12)."""
+"""The committed install manifests are exactly what the generator produces
+(docs/architecture.md#generated-files-are-checked)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The CAPI provider: the only code in kapstan that reads or writes Cluster API objects (DESIGN.md).
+"""The CAPI provider: how the controllers launch and remove Machines (docs/architecture.md#one-seam-to-capi).
 
-Controllers see one seam, ``CloudProvider`` in ``provider`` (STYLE.md habit 2): launch a Machine for a
-NodeClaim, delete exactly that Machine, get and list the Machines kapstan has claimed. The real
-implementation scales MachineDeployments (``machinedeployments``), adding a topology entry for a worker
-class no pool uses yet (``topology``), and reads CAPI objects through ``contract``; ``fake`` stands in for
-it in unit tests.
+Controllers see one seam, ``CloudProvider`` in ``provider`` (docs/architecture.md#one-seam-to-capi): launch a
+Machine for a NodeClaim, delete exactly that Machine, get and list the Machines kapstan has claimed. The real
+implementation scales MachineDeployments (``machinedeployments``), adding a topology entry for a worker class
+no pool uses yet (``topology``), and reads CAPI objects through ``contract``; ``fake`` stands in for it in
+unit tests.
 """
 
 from kapstan.capi.provider import (

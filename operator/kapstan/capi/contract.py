@@ -1,8 +1,8 @@
 """Where the Cluster API fields the provider reads and writes live, as names and small accessors.
 
-The provider handles MDs, Machines and Clusters as the API server returns them (plain dicts) rather
-than through models: it reads a handful of fields and writes back merge patches, and a model would
-drop fields it does not know on the way (STYLE.md habit 9, after CAPI's ``internal/contract``).
+The provider handles MDs, Machines and Clusters as the API server returns them (plain dicts) rather than
+through models: it reads a handful of fields and writes back merge patches, and a model would drop fields it
+does not know on the way (docs/architecture.md#paths-not-provider-models, after CAPI's ``internal/contract``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An in-memory ``CloudProvider`` for unit tests of the controllers (STYLE.md habit 2).
+"""An in-memory ``CloudProvider`` for unit tests of the controllers (docs/architecture.md#one-seam-to-capi).
 
 It keeps the contract the real provider keeps (a NodeClaim gets one Machine however often ``create`` is
 retried; ``delete`` is idempotent) and records every call, so a test can assert what a controller asked

@@ -6,7 +6,7 @@ one MD are serialized by an asyncio lock per MD, and both decide from the Machin
 memory: a create counts Machines the MD still owes (replicas above its live Machines) before scaling, and
 a delete lowers replicas only while they exceed the Machines that stay. So retrying either after a crash
 does not move the MD twice. Scale-down always marks the Machine ``cluster.x-k8s.io/delete-machine``
-first, which MachineSets delete before any other (DESIGN.md "CAPI facts").
+first, which MachineSets delete before any other (docs/architecture.md#capi-facts).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The seam between kapstan's controllers and Cluster API (STYLE.md habit 2).
+"""The seam between kapstan's controllers and Cluster API (docs/architecture.md#one-seam-to-capi).
 
 Karpenter's controllers talk to infrastructure through one ``CloudProvider`` interface whose comments
 state each method's contract and typed errors; ours does the same for CAPI. Expected failures are typed
-(STYLE.md habit 7) so a controller can tell "try again later" (``Paused``, ``RollingOut``,
+(docs/architecture.md#typed-failures) so a controller can tell "try again later" (``Paused``, ``RollingOut``,
 ``CreateError``) from "this offering is full" (``InsufficientCapacity``) from "already gone"
 (``NotFound``). Anything else (an ``ApiError`` the provider could not interpret) is a bug or an outage
 and propagates as it is.

@@ -1,4 +1,4 @@
-"""Pending pods in, NodeClaims out (DESIGN.md "Data flow" 3).
+"""Pending pods in, NodeClaims out (docs/architecture.md#data-flow, steps 3 and 4).
 
 Pods the scheduler could not place open a batch; the batch closes after 1 s without a new pod or 10 s
 after it opened, whichever comes first (Karpenter's batch idle and max durations), so a Deployment of 500

@@ -1,9 +1,10 @@
 """Put ``karpenter.sh/unregistered:NoExecute`` into the bootstrap templates of managed MachineDeployments.
 
 A new node must come up with that taint so that no pod lands on it before kapstan has matched it to its
-NodeClaim and synced its labels and taints (DESIGN.md "Data flow" 5). CAPI's own taint propagation applies
-too late, so the taint has to be in ``KubeadmConfigTemplate.spec.template.spec.joinConfiguration
-.nodeRegistration.taints`` (DESIGN.md "CAPI facts"), and users rarely put it there.
+NodeClaim and synced its labels and taints (docs/architecture.md#data-flow, step 6). CAPI's own taint
+propagation applies too late, so the taint has to be in
+``KubeadmConfigTemplate.spec.template.spec.joinConfiguration.nodeRegistration.taints``
+(docs/architecture.md#capi-facts), and users rarely put it there.
 
 For a standalone managed MD whose template lacks it, kapstan writes a new template revision (a copy of
 the spec with the taint appended) and points the MD at it. CAPI templates are immutable by convention, so

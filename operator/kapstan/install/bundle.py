@@ -37,7 +37,7 @@ KUBECONFIG_KEY = "kubeconfig"
 
 def node_class(name: str = DEFAULT_NODEPOOL) -> Manifest:
     """The ClusterAPINodeClass the default NodePool refers to; an empty spec takes flavors and prices from
-    the ClusterClass (DESIGN.md "Price")."""
+    the ClusterClass (docs/architecture.md#price)."""
     return {
         "apiVersion": "karpenter.cluster.x-k8s.io/v1alpha1",
         "kind": "ClusterAPINodeClass",

@@ -63,7 +63,7 @@ class WorkerFlavor:
     cpu: str
     memory: str
     instance_type: str = ""  # default: the class name
-    price_per_hour: str = ""  # default: kapstan's relative cost (DESIGN.md "Price")
+    price_per_hour: str = ""  # default: kapstan's relative cost (docs/architecture.md#price)
     max_pods: str = "110"
     min_size: int = 0
     max_size: int = 10

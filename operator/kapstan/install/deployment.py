@@ -1,6 +1,6 @@
 """``kapstan run`` as a workload-cluster Deployment, with its PodDisruptionBudget and metrics Service.
 
-Default placement (DESIGN.md "The two clusters"): the operator runs in the workload cluster as the
+Default placement (docs/architecture.md#the-two-clusters): the operator runs in the workload cluster as the
 ``kapstan`` ServiceAccount from ``kapstan.install.rbac`` (in-cluster credentials for the workload side),
 and reads its management credential from a Secret holding a kubeconfig, which the management-side addon
 delivers. Two replicas with leader election: both keep their informers warm and report ready, only the

@@ -1,4 +1,5 @@
-"""The permissions ``kapstan run`` needs, on each side, and not one verb more (DESIGN.md "The two clusters").
+"""The permissions ``kapstan run`` needs, on each side, and not one verb more
+(docs/architecture.md#the-two-clusters).
 
 Workload side: a ServiceAccount that the Deployment runs as, a ClusterRole for the kinds kapstan reads and
 writes across the cluster (pods, nodes, the Karpenter kinds, Events) and a Role for the leader-election
@@ -63,7 +64,7 @@ def workload_rules() -> list[dict[str, Any]]:
         rule("", ["pods/eviction"], ["create"]),
         # Registration syncs labels and taints and removes karpenter.sh/unregistered; termination adds
         # karpenter.sh/disrupted. Always merge patches with a resourceVersion, never a PUT, and never a
-        # delete: a Node goes away with its Machine (DESIGN.md "CAPI facts").
+        # delete: a Node goes away with its Machine (docs/architecture.md#capi-facts).
         rule("", ["nodes"], [*READ, "patch"]),
         # Snapshot inputs: namespaces (for namespace selectors in affinity terms), DaemonSet overhead, PDBs.
         rule("", ["namespaces"], READ),

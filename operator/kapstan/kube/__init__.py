@@ -1,4 +1,4 @@
-"""The only code in kapstan that talks to a Kubernetes API server (STYLE.md habit 3).
+"""The only code in kapstan that talks to a Kubernetes API server (docs/architecture.md#layers).
 
 kr8s gives us authentication and an HTTP session; what a controller needs on top of it is here: one client
 per cluster (``client``), caches kept current by list-then-watch (``informer``, ``store``), a work queue

@@ -1,6 +1,7 @@
 """Injectable time: backoffs, delayed retries and lease expiry read a ``Clock``, so tests advance a
-``FakeClock`` instead of sleeping (STYLE.md habit 10). Timeouts measured from timestamps the API server
-wrote (``creationTimestamp``, a condition's ``lastTransitionTime``) read the same clock's ``wall``."""
+``FakeClock`` instead of sleeping (docs/architecture.md#injected-time). Timeouts measured from timestamps
+the API server wrote (``creationTimestamp``, a condition's ``lastTransitionTime``) read the same clock's
+``wall``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The loop every kapstan controller runs: informer events become keys, workers reconcile keys.
 
-A reconcile reads the current state from informer stores by key, so it does not matter how many events
-led to it. It returns ``Result(requeue_after=N)`` when it expects to be needed again in N seconds (a launch
-timeout, a batch window: expected, so data, STYLE.md habit 7), or raises when it failed: then the key is
-retried with per-key exponential backoff, and a later success resets the backoff. The queue guarantees
+A reconcile reads the current state from informer stores by key, so it does not matter how many events led to
+it. It returns ``Result(requeue_after=N)`` when it expects to be needed again in N seconds (a launch timeout,
+a batch window: expected, so data: docs/architecture.md#typed-failures), or raises when it failed: then the
+key is retried with per-key exponential backoff, and a later success resets the backoff. The queue guarantees
 that one key is never reconciled by two workers at once.
 """
 

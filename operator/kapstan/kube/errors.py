@@ -1,4 +1,5 @@
-"""One error type for everything that can go wrong talking to an API server (STYLE.md habit 7).
+"""One error type for everything that can go wrong talking to an API server
+(docs/architecture.md#typed-failures).
 
 kr8s raises its own ``ServerError``, ``APITimeoutError`` and ``NotFoundError`` and lets httpx's transport
 errors through; callers should not need to know which. ``ApiError`` carries the HTTP status and the

@@ -1,7 +1,7 @@
 """Prometheus metrics, under Karpenter's names wherever they mean the same thing.
 
-Users coming from Karpenter keep their dashboards and alerts (DESIGN.md, "Interfaces worth keeping
-stable"), so a metric whose meaning matches one of Karpenter's takes its name, its type and its label names
+Users coming from Karpenter keep their dashboards and alerts (docs/architecture.md#stable-interfaces),
+so a metric whose meaning matches one of Karpenter's takes its name, its type and its label names
 (``nodepool``, ``reason``, ``controller``, ``resource_type``), checked against kubernetes-sigs/karpenter's
 ``pkg/metrics`` and scheduler metrics. Where Karpenter carries labels that mean nothing on Cluster API
 (``capacity_type``, ``min_values_relaxed``) or that churn with every batch (``scheduling_id``), we leave them

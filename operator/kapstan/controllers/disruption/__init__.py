@@ -1,4 +1,4 @@
-"""Disruption: removing the nodes kapstan no longer needs (DESIGN.md "Data flow" 6).
+"""Disruption: removing the nodes kapstan no longer needs (docs/architecture.md#data-flow, step 7).
 
 ``controller`` runs the loop and acts; the decisions are pure and tested apart: ``candidates`` (which
 nodes may go), ``budgets`` (how many, and when), ``consolidation`` (delete or replace, M → N, through

@@ -1,9 +1,9 @@
 """Nodes that carry ``karpenter.sh/unregistered`` but belong to no NodeClaim are adopted, never left tainted.
 
-Such a Node comes from a Machine kapstan did not ask for: a manual scale-up, a rollout of a managed MD
-whose template has the taint (DESIGN.md "CAPI facts"). The taint would keep every pod off it forever, so
-once it is clear that no NodeClaim will register the Node, kapstan removes the taint and says so in an
-Event. A Node whose Machine is claimed is the lifecycle controller's, and is left alone.
+Such a Node comes from a Machine kapstan did not ask for: a manual scale-up, a rollout of a managed MD whose
+template has the taint (docs/architecture.md#capi-facts). The taint would keep every pod off it forever, so
+once it is clear that no NodeClaim will register the Node, kapstan removes the taint and says so in an Event.
+A Node whose Machine is claimed is the lifecycle controller's, and is left alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A NodeClaim from creation to a working node: Launched, Registered, Initialized (DESIGN.md 4 and 5).
+"""A NodeClaim from creation to a working node: Launched, Registered, Initialized
+(docs/architecture.md#data-flow, steps 5 and 6).
 
 - Launched (``launch``): the CAPI provider claims a Machine of the offering's MD (scaling it up if
   needed). The call is idempotent (the claim is written on the Machine), so a retry after a crash finds the

@@ -1,4 +1,5 @@
-"""The NodeClaim finalizer: drain the node, then remove exactly its Machine (DESIGN.md "Data flow" 7).
+"""The NodeClaim finalizer: drain the node, then remove exactly its Machine (docs/architecture.md#data-flow,
+step 8).
 
 Order matters. The Node is tainted ``karpenter.sh/disrupted:NoSchedule`` first so nothing new lands on
 it; its pods are evicted through the Eviction API, so PodDisruptionBudgets are honoured (a 429 means "not

@@ -1,0 +1,46 @@
+"""The repository's documentation is self-contained: every pointer into ``docs/architecture.md`` names a
+section that exists, and nothing points at design notes outside the repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+SCANNED = ("operator", "tests", "bench", "rust", "docs", "README.md", "CONTRIBUTING.md")
+SUFFIXES = {".py", ".pyi", ".rs", ".md", ".toml"}
+POINTER = re.compile(r"docs/architecture\.md#([a-z0-9-]+)")
+OUTSIDE = re.compile(r"\b(?:DESIGN|STYLE)\.md\b|\.\./shared[/]")
+
+
+def _anchor(heading: str) -> str:
+    """The fragment GitHub gives a Markdown heading: lowercase, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^a-z0-9 -]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _sources() -> list[Path]:
+    files: list[Path] = []
+    for name in SCANNED:
+        path = ROOT / name
+        candidates = [path] if path.is_file() else sorted(path.rglob("*"))
+        files += [f for f in candidates if f.suffix in SUFFIXES and f.is_file() and f != Path(__file__)]
+    return files
+
+
+def test_every_pointer_names_a_section_of_the_architecture_document() -> None:
+    sections = {
+        _anchor(line.lstrip("#")) for line in ARCHITECTURE.read_text().splitlines() if line.startswith("#")
+    }
+    dangling = [
+        f"{path.relative_to(ROOT)}: #{anchor}"
+        for path in _sources()
+        for anchor in POINTER.findall(path.read_text())
+        if anchor not in sections
+    ]
+    assert dangling == [], f"no such section in {ARCHITECTURE.relative_to(ROOT)}: {dangling}"
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    outside = [str(path.relative_to(ROOT)) for path in _sources() if OUTSIDE.search(path.read_text())]
+    assert outside == []
