@@ -376,3 +376,22 @@ def test_selector_and_affinity_must_both_hold(engine: str) -> None:
     p = pod("p", node_selector={ARCH: "arm64"}, required_terms=(term(req(OS, "In", "windows")),))
     plan = plan_for(snap([p]), engine)
     assert placed(plan) == set()
+
+
+def test_exists_needs_a_flavor_with_the_label(engine: str) -> None:
+    """Karpenter suite_test.go "Scheduling Logic": "should schedule the pod with Exists operator and defined
+    key", with the key on one flavor only: the pod must get that flavor, not a cheaper one without it."""
+    wanted = (term(req("example.com/gpu-vendor", "Exists")),)
+    assert (
+        claim_of(plan_for(snap([pod("p", required_terms=wanted)]), engine), "default/p").instance_type
+        == "gpu"
+    )
+
+
+def test_a_two_value_pool_requirement_puts_one_of_them_on_the_node(engine: str) -> None:
+    """Karpenter suite_test.go "Scheduling Logic": "should schedule unconstrained pods that don't have
+    matching node selectors", with two allowed values: the node carries one of them."""
+    assert new_node_labels(plan_for(snap([pod("p")], pools=TWO_VALUES), engine), "default/p")[TEST_KEY] in {
+        "test-value",
+        "another-value",
+    }

@@ -82,12 +82,13 @@ def test_sidecar_first_and_a_big_init_container(engine: str) -> None:
 
 def test_pod_level_resources(engine: str) -> None:
     """Karpenter suite_test.go: "should schedule based on the pod level resources requests": spec.resources
-    (9.9 vCPU, 3.9Gi) is what the pod asks, not its containers."""
-    extra = "\n  resources: {requests: {cpu: '9.9', memory: 3.9Gi}, limits: {cpu: '10', memory: 4Gi}}"
+    is what the pod asks, not its containers. Upstream's numbers fit the same flavor either way, so here
+    the pod level (10.5 vCPU, 4.5Gi) needs 11-5 where the containers alone (9 vCPU, 3Gi) would take 10-4."""
+    extra = "\n  resources: {requests: {cpu: '10.5', memory: 4.5Gi}, limits: {cpu: '11', memory: 5Gi}}"
     text = pod_yaml(
         [container("5", "1Gi")], [container("6", "2Gi"), container("4", "2Gi", sidecar=True)], extra
     )
-    assert flavor_for(text, engine) == ["10-4"]
+    assert flavor_for(text, engine) == ["11-5"]
 
 
 def test_the_bigger_of_init_and_app_containers(engine: str) -> None:
