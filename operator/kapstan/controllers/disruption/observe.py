@@ -1,0 +1,283 @@
+"""Observing for disruption: the NodePools, the snapshot and, per NodeClaim kapstan owns, whether it may
+go, is drifted or is on its way out already, gathered into the ``Observed`` the methods decide on.
+
+With ``announce`` (the first look of a pass, not the re-check after the validation delay) it also keeps
+each claim's ``Consolidatable`` condition and reports what blocks a node that would otherwise go. Pod
+events are remembered here too: ``consolidateAfter`` counts from the last pod that came or went.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import NodePool
+from kapstan.api.wellknown import (
+    CLONED_FROM_NAME_ANNOTATION,
+    CONSOLIDATABLE,
+    DEPLOYMENT_NAME_LABEL,
+    DISRUPTION_COMMAND_ANNOTATION,
+    INITIALIZED,
+    NODEPOOL,
+    PRICE_ANNOTATION,
+)
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.disruption import drift as d
+from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
+from kapstan.controllers.disruption.methods import Observed
+from kapstan.controllers.disruption.writes import node_of, tainted
+from kapstan.controllers.pods import pod_key, reschedulable
+from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, ClusterState
+from kapstan.kube.client import Object
+from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.store import Event
+from kapstan.scheduling.model import Snapshot
+from kapstan.snapshot import build_simulation_input
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Pools:
+    raw: dict[str, Object]
+    models: dict[str, NodePool]
+
+
+@dataclass
+class _Tally:
+    """What one look at the claims found, before it becomes ``Observed``."""
+
+    totals: dict[str, int] = field(default_factory=dict)
+    disrupting: dict[str, int] = field(default_factory=dict)
+    leaving: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+    drifted: dict[str, str] = field(default_factory=dict)
+
+
+class Observer:
+    def __init__(self, state: ClusterState, events: EventRecorder, wall: Callable[[], datetime]) -> None:
+        self.state = state
+        self.events = events
+        self.wall = wall
+        self.last_pod_event: dict[str, datetime] = {}
+        self.next: datetime | None = None
+        """The earliest moment a candidate turns consolidatable, found by the last look."""
+
+    def on_pod(self, event: Event) -> None:
+        """Remember when a pod arrived on or left a node: ``consolidateAfter`` counts from there."""
+        pod, old = event.object, event.old
+        node = pod.get("spec", {}).get("nodeName")
+        old_node = (old or {}).get("spec", {}).get("nodeName")
+        if not node or any(
+            r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or []
+        ):
+            return
+        finished = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+        was_finished = (old or {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
+        if event.type == "DELETED" or node != old_node or (finished and not was_finished):
+            self.last_pod_event[node] = self.wall()
+
+    def pools(self) -> Pools:
+        raw: dict[str, Object] = {}
+        models: dict[str, NodePool] = {}
+        for pool in self.state.node_pools.store.objects():
+            if pool["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                models[pool["metadata"]["name"]] = NodePool.parse(pool)
+            except ManifestError:
+                continue  # the NodePool status controller reports it
+            raw[pool["metadata"]["name"]] = pool
+        return Pools(raw, models)
+
+    def machines(self, claim: str) -> list[Object]:
+        return self.state.machines.store.by_index(BY_NODECLAIM, claim)
+
+    async def observe(self, pools: Pools, now: datetime, *, announce: bool) -> Observed:
+        """The candidates, budgets and snapshot as they are now."""
+        claims = [c for c in self.state.node_claims.store.objects() if self.machines(c["metadata"]["name"])]
+        snapshot = await self._snapshot()
+        prices = _prices(snapshot)
+        tally = _Tally()
+        for claim in claims:
+            await self._look_at(claim, pools, now, prices, tally, announce=announce)
+        return Observed(
+            candidates=tuple(tally.candidates),
+            drifted=tally.drifted,
+            leaving=tally.leaving,
+            policies={name: m.spec.disruption.consolidation_policy for name, m in pools.models.items()},
+            budgets={name: m.spec.disruption.budgets for name, m in pools.models.items()},
+            totals=tally.totals,
+            disrupting=tally.disrupting,
+            snapshot=snapshot,
+            now=now,
+        )
+
+    async def _look_at(
+        self,
+        claim: Object,
+        pools: Pools,
+        now: datetime,
+        prices: dict[tuple[str, str], float],
+        tally: _Tally,
+        *,
+        announce: bool,
+    ) -> None:
+        meta = claim["metadata"]
+        pool = (meta.get("labels") or {}).get(NODEPOOL, "")
+        node = node_of(self.state, claim)
+        if node is None:
+            return
+        tally.totals[pool] = tally.totals.get(pool, 0) + 1
+        pods = self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"])
+        going = bool(meta.get("deletionTimestamp")) or tainted(node)
+        if going or DISRUPTION_COMMAND_ANNOTATION in (meta.get("annotations") or {}):
+            tally.disrupting[pool] = tally.disrupting.get(pool, 0) + 1
+            tally.leaving[node["metadata"]["name"]] = tuple(pod_key(p) for p in pods if reschedulable(p))
+            return
+        model = pools.models.get(pool)
+        if model is None or not cond.is_true(claim, INITIALIZED) or node["metadata"].get("deletionTimestamp"):
+            return
+        found = candidate(
+            claim,
+            node,
+            pods,
+            self.state.pdbs.store.objects(),
+            price=price_of(claim, prices, PRICE_ANNOTATION),
+            consolidate_after=model.spec.disruption.consolidate_after,
+            last_pod_event=self.last_pod_event.get(node["metadata"]["name"]),
+            now=now,
+        )
+        nominated = [n for n in (node["metadata"]["name"], meta["name"]) if self.state.nominations.active(n)]
+        if nominated and not found.blocked:
+            found = replace(found, blocked=f"{nominated[0]} is nominated for pending pods")
+        tally.candidates.append(found)
+        if not found.consolidatable and found.consolidatable_at is not None:
+            self.next = min(self.next or found.consolidatable_at, found.consolidatable_at)
+        reason = await self._drift(claim, pools.raw[pool])
+        if reason:
+            tally.drifted[found.claim] = reason
+        if announce:
+            await self._keep_condition(claim, found.consolidatable)
+            if found.blocked and (found.consolidatable or reason):
+                await self.events.emit(claim, "Normal", "DisruptionBlocked", found.blocked)
+
+    async def _snapshot(self) -> Snapshot | None:
+        gathered = await self.state.gather()
+        classes = {nc.name for nc in gathered.manifests.node_classes}
+        # A pool without its NodeClass cannot be planned on (its status says why); leave it out.
+        gathered.manifests.node_pools = [
+            p for p in gathered.manifests.node_pools if p.spec.template.spec.node_class_ref.name in classes
+        ]
+        try:
+            simulation = build_simulation_input(
+                gathered.manifests,
+                (self.state.cluster.namespace, self.state.cluster.name),
+                skip=lambda source, error: None,
+            )
+        except ManifestError as error:
+            log.warning("no consolidation this pass: cannot build a snapshot: %s", error)
+            return None
+        return simulation.snapshot
+
+    async def _drift(self, claim: Object, pool: Object) -> str:
+        reason = d.nodepool_drift(claim, pool)
+        if reason:
+            return reason
+        requirements = pool.get("spec", {}).get("template", {}).get("spec", {}).get("requirements") or []
+        reason = d.requirements_drift(claim, requirements)
+        if reason:
+            return reason
+        for machine in self.machines(claim["metadata"]["name"]):
+            md_name = (machine["metadata"].get("labels") or {}).get(DEPLOYMENT_NAME_LABEL, "")
+            md = self.state.machine_deployments.store.get_by_name(md_name, machine["metadata"]["namespace"])
+            if md is None:
+                continue
+            bootstrap = await self._cloned_from(machine, ("spec", "bootstrap", "configRef"))
+            infrastructure = await self._cloned_from(machine, ("spec", "infrastructureRef"))
+            reason = d.capi_drift(machine, md, bootstrap, infrastructure)
+            if reason:
+                return reason
+        return ""
+
+    async def _cloned_from(self, machine: Object, path: tuple[str, ...]) -> str | None:
+        """The template the Machine's bootstrap config or infrastructure machine was cloned from."""
+        ref: Any = machine
+        for step in path:
+            ref = ref.get(step) if isinstance(ref, dict) else None
+        if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
+            return None
+        group = ref.get("apiGroup") or str(ref.get("apiVersion", "")).rpartition("/")[0]
+        try:
+            found = await self.state.templates.get(
+                group, ref["kind"], machine["metadata"]["namespace"], ref["name"]
+            )
+        except ApiError:
+            return None
+        if found is None:
+            return None
+        return (found["metadata"].get("annotations") or {}).get(CLONED_FROM_NAME_ANNOTATION)
+
+    async def _keep_condition(self, claim: Object, consolidatable: bool) -> None:
+        """Keep the claim's ``Consolidatable`` condition in step (written only when it flips)."""
+        status = cond.TRUE if consolidatable else cond.FALSE
+        existing = cond.find(claim, CONSOLIDATABLE)
+        if existing is not None and existing.get("status") == status:
+            return
+        conditions = cond.with_condition(
+            cond.conditions_of(claim),
+            CONSOLIDATABLE,
+            status,
+            CONSOLIDATABLE if consolidatable else "NotConsolidatable",
+        )
+        patch = {
+            "metadata": {"resourceVersion": claim["metadata"]["resourceVersion"]},
+            "status": {"conditions": conditions},
+        }
+        try:
+            await self.state.workload.patch(
+                NODECLAIMS, claim["metadata"]["name"], patch, subresource="status"
+            )
+        except ApiError as error:
+            if not (error.conflict or error.not_found):
+                raise
+
+    async def record_pod_events(self, claims: dict[str, Object]) -> None:
+        """Write remembered pod events to ``status.lastPodEventTime``, so a restart keeps the timer."""
+        by_node = {
+            c.get("status", {}).get("nodeName"): c
+            for c in claims.values()
+            if c.get("status", {}).get("nodeName")
+        }
+        for node, when in list(self.last_pod_event.items()):
+            claim = by_node.get(node)
+            if claim is None:
+                if self.state.nodes.store.get(node) is None:
+                    del self.last_pod_event[node]
+                continue
+            recorded = cond.parse_time(claim.get("status", {}).get("lastPodEventTime"))
+            if recorded is not None and recorded >= when.replace(microsecond=0):
+                continue
+            text = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+            try:
+                await self.state.workload.patch(
+                    NODECLAIMS,
+                    claim["metadata"]["name"],
+                    {"status": {"lastPodEventTime": text}},
+                    subresource="status",
+                )
+            except ApiError as error:
+                if not error.not_found:
+                    raise
+
+
+def _prices(snapshot: Snapshot | None) -> dict[tuple[str, str], float]:
+    if snapshot is None:
+        return {}
+    return {(it.name, o.zone): o.price for it in snapshot.instance_types for o in it.offerings}

@@ -1,0 +1,96 @@
+"""The writes disruption makes to NodeClaims and Nodes, shared by expiration and the orchestration of
+commands: delete a claim (once), annotate it, taint and untaint its Node, and find that Node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
+from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.kube.client import Object
+from kapstan.kube.errors import ApiError
+from kapstan.kube.kinds import NODECLAIMS, NODES
+
+
+def node_of(state: ClusterState, claim: Object) -> Object | None:
+    """The claim's Node: by ``status.nodeName``, else by its providerID."""
+    status = claim.get("status", {})
+    node = state.nodes.store.get(status.get("nodeName", "")) if status.get("nodeName") else None
+    if node is None and status.get("providerID"):
+        found = state.nodes.store.by_index(PROVIDER_ID, status["providerID"])
+        node = found[0] if found else None
+    return node
+
+
+def tainted(node: Object) -> bool:
+    return any(t.get("key") == DISRUPTED_TAINT_KEY for t in node.get("spec", {}).get("taints") or [])
+
+
+class ClaimWrites:
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.deleted: dict[str, str] = {}
+        """Claims this process asked to delete, by uid: the cache may not show their deletionTimestamp
+        yet, and a second delete would count the same disruption twice."""
+
+    def forget_gone(self, claims: dict[str, Object]) -> None:
+        """Drop the claims that no longer exist from ``deleted``."""
+        self.deleted = {name: uid for name, uid in self.deleted.items() if name in claims}
+
+    def going(self, claim: Object) -> bool:
+        meta = claim["metadata"]
+        return bool(meta.get("deletionTimestamp")) or self.deleted.get(meta["name"]) == meta.get("uid")
+
+    async def delete(self, claim: Object) -> bool:
+        """Delete the claim (its finalizer drains it and removes its Machine); False if it was gone."""
+        meta = claim["metadata"]
+        self.deleted[meta["name"]] = meta.get("uid", "")
+        try:
+            await self.state.workload.delete(NODECLAIMS, meta["name"])
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            return False
+        return True
+
+    async def annotate(self, name: str, annotations: dict[str, str | None]) -> None:
+        try:
+            await self.state.workload.patch(NODECLAIMS, name, {"metadata": {"annotations": annotations}})
+        except ApiError as error:
+            if not error.not_found:
+                raise
+
+    async def taint(self, node: Object) -> None:
+        taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
+        if tainted(node):
+            return
+        patch = {
+            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "spec": {"taints": [*taints, disrupted_taint()]},
+        }
+        await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
+
+    async def untaint(self, node: Object) -> None:
+        """Remove ``karpenter.sh/disrupted``, read fresh so a concurrent taint change is not undone."""
+        for _ in range(3):
+            try:
+                fresh = await self.state.workload.get(NODES, node["metadata"]["name"])
+            except ApiError as error:
+                if error.not_found:
+                    return
+                raise
+            taints = [
+                t for t in fresh.get("spec", {}).get("taints") or [] if t.get("key") != DISRUPTED_TAINT_KEY
+            ]
+            if len(taints) == len(fresh.get("spec", {}).get("taints") or []):
+                return
+            patch = {
+                "metadata": {"resourceVersion": fresh["metadata"]["resourceVersion"]},
+                "spec": {"taints": taints},
+            }
+            try:
+                await self.state.workload.patch(NODES, fresh["metadata"]["name"], patch)
+                return
+            except ApiError as error:
+                if not error.conflict:
+                    raise
