@@ -58,6 +58,10 @@ EVENT_CONCURRENCY = 16
 _NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
 
 
+PodNote = tuple[str, EventType, str, str]
+"""An Event to write on a pod: its key, the Event's type, reason and message."""
+
+
 @dataclass(frozen=True)
 class BatchWindow:
     idle: float = 1.0
@@ -170,6 +174,17 @@ class Provisioner:
         metrics.PODS_PENDING.labels(metrics.PROVISIONER).set(len(snapshot.pods))
         if not snapshot.pods:
             return []
+        plan = await self._solve(snapshot)
+        created, notes = await self._create_claims(plan, snapshot, pools)
+        notes += self._nominate(plan)
+        notes += [
+            (key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
+            for key, reason in plan.unschedulable.items()
+        ]
+        await self._pod_events(notes)
+        return created
+
+    async def _solve(self, snapshot: Snapshot) -> Plan:
         started = time.monotonic()
         with metrics.SCHEDULING_DURATION.labels(metrics.PROVISIONER).time():
             plan = await asyncio.to_thread(scheduling.solve, snapshot, self.engine)
@@ -190,8 +205,14 @@ class Provisioner:
                 "pricePerHour": plan.total_price_per_hour,
             },
         )
+        return plan
+
+    async def _create_claims(
+        self, plan: Plan, snapshot: Snapshot, pools: dict[str, Object]
+    ) -> tuple[list[Object], list[PodNote]]:
+        """One NodeClaim per planned node; the claims made, and a Nominated note for each of their pods."""
         created = []
-        notes: list[tuple[str, EventType, str, str]] = []
+        notes: list[PodNote] = []
         for claim in plan.node_claims:
             alternatives = ranked_alternatives(claim, plan, snapshot)
             body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, alternatives)
@@ -207,19 +228,18 @@ class Provisioner:
                 (key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
                 for key in claim.pods
             ]
-        # Pods planned onto nodes that exist (or are launching) bind there by themselves: keep those
-        # nodes from disruption until then, two batch windows as Karpenter does.
+        return created, notes
+
+    def _nominate(self, plan: Plan) -> list[PodNote]:
+        """Pods planned onto nodes that exist (or are launching) bind there by themselves: keep those
+        nodes from disruption until then, two batch windows as Karpenter does."""
         counted_on = counted_on_nodes(plan)
         self.state.nominations.nominate(counted_on, 2 * self.window.maximum)
+        notes: list[PodNote] = []
         for node, keys in counted_on.items():
             kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
             notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
-        notes += [
-            (key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
-            for key, reason in plan.unschedulable.items()
-        ]
-        await self._pod_events(notes)
-        return created
+        return notes
 
     def _ready_pools(self, gathered: Gathered) -> dict[str, Object]:
         """NodePools whose NodeClass exists; the others are left out of the snapshot (their status says
@@ -234,7 +254,7 @@ class Provisioner:
         objects = {pool["metadata"]["name"]: pool for pool in self.state.node_pools.store.objects()}
         return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
 
-    async def _pod_events(self, notes: list[tuple[str, EventType, str, str]]) -> None:
+    async def _pod_events(self, notes: list[PodNote]) -> None:
         """One Event per pod, a few at a time: a batch of thousands must not wait on them one by one."""
         gate = asyncio.Semaphore(EVENT_CONCURRENCY)
 
