@@ -26,11 +26,15 @@ from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.api.quantity import format_quantity
 from kapstan.api.wellknown import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    NODEPOOL,
     NODEPOOL_HASH_ANNOTATION,
     NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION_ANNOTATION,
     PRICE_ANNOTATION,
     TERMINATION_FINALIZER,
+    ZONE,
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.alternatives import ranked_alternatives
@@ -41,15 +45,7 @@ from kapstan.kube.events import EventRecorder, EventType
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.store import Event, object_key
 from kapstan.observability import metrics
-from kapstan.scheduling.model import (
-    CAPACITY_TYPE,
-    INSTANCE_TYPE,
-    NODEPOOL,
-    ZONE,
-    Plan,
-    PlannedNodeClaim,
-    Snapshot,
-)
+from kapstan.scheduling.model import Plan, PlannedNodeClaim, Snapshot
 from kapstan.snapshot import build_simulation_input
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from cachetools import TTLCache
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
-from kapstan.api.wellknown import NODECLAIM_ANNOTATION
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION, NODEPOOL
 from kapstan.capi import contract as c
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.nominations import Nominations
@@ -40,7 +40,6 @@ from kapstan.kube.kinds import (
     PODS,
 )
 from kapstan.kube.store import Indexer, field_indexer, label_indexer
-from kapstan.scheduling.model import NODEPOOL
 from kapstan.snapshot import SimulationInput, build_simulation_input
 
 PROVIDER_ID = "providerID"

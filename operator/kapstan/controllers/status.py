@@ -32,6 +32,7 @@ from kapstan.api.meta import to_milli_checked
 from kapstan.api.quantity import format_quantity
 from kapstan.api.wellknown import (
     NODECLASS_READY,
+    NODEPOOL,
     PRICE_ANNOTATION,
     READY,
     UNREGISTERED_TAINT_CONDITION,
@@ -48,7 +49,6 @@ from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
 from kapstan.kube.store import Event
 from kapstan.observability import metrics
-from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
 

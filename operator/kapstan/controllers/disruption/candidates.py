@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, INITIALIZED
+from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, INITIALIZED, INSTANCE_TYPE, NODEPOOL, ZONE
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.pods import do_not_disrupt, pod_key, reschedulable
 from kapstan.kube.client import Object
-from kapstan.scheduling.model import INSTANCE_TYPE, NODEPOOL, ZONE, LabelSelector, LabelSelectorRequirement
+from kapstan.scheduling.model import LabelSelector, LabelSelectorRequirement
 
 
 @dataclass(frozen=True)

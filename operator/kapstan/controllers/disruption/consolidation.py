@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from kapstan.api.wellknown import INSTANCE_TYPE
 from kapstan.controllers.disruption.candidates import Candidate
-from kapstan.scheduling.model import INSTANCE_TYPE, Node, Plan, PlannedNodeClaim, Pod, Snapshot
+from kapstan.scheduling.model import Node, Plan, PlannedNodeClaim, Pod, Snapshot
 
 NODES = "nodes"
 

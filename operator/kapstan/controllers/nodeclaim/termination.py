@@ -25,6 +25,7 @@ from kapstan.api.duration import parse_duration
 from kapstan.api.wellknown import (
     DISRUPTED_TAINT_KEY,
     DO_NOT_DISRUPT_ANNOTATION,
+    NODEPOOL,
     TERMINATION_FINALIZER,
     disrupted_taint,
 )
@@ -39,7 +40,6 @@ from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
 from kapstan.observability import metrics
-from kapstan.scheduling.model import NODEPOOL
 
 log = logging.getLogger(__name__)
 
