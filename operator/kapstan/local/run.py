@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kapstan.api.wellknown import NODEPOOL
 from kapstan.capi import contract as c
 from kapstan.install.crds import crds
 from kapstan.kube.client import LEASES, Client
@@ -131,9 +132,7 @@ class KapstanRun:
 
     async def claims(self) -> list[dict[str, Any]]:
         wl, _ = self.clients
-        found = await wl.request(
-            "GET", NODECLAIMS, params={"labelSelector": f"karpenter.sh/nodepool={self.pool}"}
-        )
+        found = await wl.request("GET", NODECLAIMS, params={"labelSelector": f"{NODEPOOL}={self.pool}"})
         return list(found.get("items", []))
 
     async def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kapstan.api.wellknown import INITIALIZED, INSTANCE_TYPE, LAUNCHED, REGISTERED
+from kapstan.api.wellknown import INITIALIZED, INSTANCE_TYPE, LAUNCHED, NODEPOOL, REGISTERED
 from kapstan.capi import contract as c
 from kapstan.kube.client import Client, Object
 from kapstan.kube.errors import ApiError
@@ -65,7 +65,7 @@ class Timeline:
         await self._pods()
 
     async def _claims(self) -> None:
-        claims = await self._list(self.workload, NODECLAIMS, None, f"karpenter.sh/nodepool={self.nodepool}")
+        claims = await self._list(self.workload, NODECLAIMS, None, f"{NODEPOOL}={self.nodepool}")
         for claim in claims:
             name = claim["metadata"]["name"]
             flavor = claim["metadata"].get("labels", {}).get(INSTANCE_TYPE, "?")
