@@ -102,7 +102,9 @@ class Scheduler:
         # they are in the requirements a pool's claims start from, and a pool that lacks them lacks them.
         self.flavor_keys = {key for it in snapshot.instance_types for key in it.labels}
         self.flavor_keys.update(OFFERING_KEYS)
-        self.existing = [ExistingTarget.build(n) for n in sorted(snapshot.nodes, key=lambda n: n.name)]
+        self.existing = [
+            ExistingTarget.build(n, snapshot.daemonsets) for n in sorted(snapshot.nodes, key=lambda n: n.name)
+        ]
         self.claims: list[Claim] = []
         self.next_index = 0
         self.topology = TopologyCounts()
@@ -239,6 +241,7 @@ class Scheduler:
             taints = flavor.it.taints
             return (
                 res.fits(claim.used, pod.requests, flavor.net)
+                and flavor.ports_free(pod)
                 and flavor.compatible(merged)
                 and (not taints or untolerated(pod.tolerations, taints, prefer=checks.prefer) is None)
                 and (
@@ -342,12 +345,17 @@ class Scheduler:
             f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)
         ]
         if not flavors:
+            if not view.flavors and view.crowded:
+                return f"its DaemonSets do not fit on {', '.join(view.crowded)}"
             return _unmatched(view, checks.requirements, merged, restrict)
         flavors = [
             f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
         ]
         if not flavors:
             return "it does not tolerate the taints of any flavor"
+        flavors = [f for f in flavors if f.ports_free(pod)]
+        if not flavors:
+            return "a DaemonSet holds its host port on every flavor"
         roomy = [f for f in flavors if res.fits({}, pod.requests, f.net)]
         if not roomy:
             return _too_big(pod, flavors)

@@ -39,10 +39,16 @@ class Flavor:
     overhead: dict[str, int]
     pool_keys: frozenset[str] = frozenset()
     """Label keys the NodePool gives every node of its own (`pool_label_keys`), whatever the flavor."""
+    daemon_ports: tuple[HostPort, ...] = ()
+    """Host ports the DaemonSets running on this flavor's nodes hold."""
 
     @property
     def name(self) -> str:
         return self.it.name
+
+    def ports_free(self, pod: Pod) -> bool:
+        """Whether none of the pod's host ports is held by a DaemonSet on this flavor's nodes."""
+        return not any(a.conflicts(b) for a in pod.host_ports for b in self.daemon_ports)
 
     def offerings(self, requirements: reqs.Requirements) -> list[Offering]:
         zone = requirements.get(ZONE)
@@ -96,16 +102,15 @@ def pool_label_keys(pool: NodePool, flavor_label_keys: Set[str]) -> frozenset[st
     return frozenset({*pool.labels, NODEPOOL, *required})
 
 
-def daemonset_overhead(
-    daemonsets: tuple[DaemonSet, ...], labels: Mapping[str, str], taints: list[Taint]
-) -> dict[str, int]:
-    """Requests of the DaemonSet pods that a node with these labels and taints would run."""
-    running = [
-        ds.pod.requests
+def daemonsets_on(
+    daemonsets: tuple[DaemonSet, ...], labels: Mapping[str, str], taints: tuple[Taint, ...] | list[Taint]
+) -> list[DaemonSet]:
+    """The DaemonSets whose pod a node with these labels and taints would run."""
+    return [
+        ds
         for ds in daemonsets
         if matches_node(ds.pod, labels) and untolerated(ds.pod.tolerations, taints, prefer=False) is None
     ]
-    return res.total(running)
 
 
 @dataclass
@@ -116,6 +121,8 @@ class PoolView:
     """Flavors whose labels meet the pool's requirements, cheapest first."""
     remaining: dict[str, int]
     """Limits left for this solve (only limited resources; `nodes` counts claims)."""
+    crowded: list[str] = field(default_factory=list)
+    """Flavors left out because the DaemonSets that run on them do not fit (Karpenter filters them)."""
 
     @staticmethod
     def build(
@@ -126,6 +133,7 @@ class PoolView:
         pool_keys = pool_label_keys(pool, {key for it in catalog.values() for key in it.labels})
         carried = {key: reqs.carried_value(base[key]) for key in sorted(pool_keys) if key in base}
         flavors: list[Flavor] = []
+        crowded: list[str] = []
         for name in names:
             it = catalog.get(name)
             if it is None:
@@ -139,13 +147,19 @@ class PoolView:
             if it.offerings:
                 cheapest = min(it.offerings, key=lambda o: (o.price, o.zone))
                 labels.update({ZONE: cheapest.zone, CAPACITY_TYPE: cheapest.capacity_type})
-            overhead = daemonset_overhead(daemonsets, labels, [*pool.taints, *it.taints])
-            flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead, pool_keys)
-            if flavor.compatible(base):
+            running = daemonsets_on(daemonsets, labels, [*pool.taints, *it.taints])
+            overhead = res.total(ds.pod.requests for ds in running)
+            ports = tuple(port for ds in running for port in ds.pod.host_ports)
+            flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead, pool_keys, ports)
+            if not flavor.compatible(base):
+                continue
+            if res.fits({}, overhead, it.allocatable):
                 flavors.append(flavor)
+            else:
+                crowded.append(it.name)
         flavors.sort(key=lambda f: (f.price(base), f.name))
         remaining = {key: limit - pool.usage.get(key, 0) for key, limit in pool.limits.items()}
-        return PoolView(pool, base, flavors, remaining)
+        return PoolView(pool, base, flavors, remaining, crowded)
 
     def within_limits(self, flavor: Flavor, replacing: Flavor | None) -> bool:
         for key, left in self.remaining.items():
@@ -179,9 +193,14 @@ class ExistingTarget:
     placed: list[str] = field(default_factory=list)
 
     @staticmethod
-    def build(node: Node) -> ExistingTarget:
+    def build(node: Node, daemonsets: tuple[DaemonSet, ...]) -> ExistingTarget:
+        """The node with its pods; the DaemonSets that run on it hold their host ports there even when
+        their pods are not in the snapshot (a second copy of a port held twice changes nothing)."""
         used = res.total(p.requests for p in node.pods)
         ports = [port for p in node.pods for port in p.host_ports]
+        ports += [
+            port for ds in daemonsets_on(daemonsets, node.labels, node.taints) for port in ds.pod.host_ports
+        ]
         return ExistingTarget(node, used, ports)
 
     def domain(self, key: str) -> str | None:

@@ -17,6 +17,7 @@ from kapstan.scheduling.model import (
     HOSTNAME,
     NODEPOOL,
     ZONE,
+    DaemonSet,
     HostPort,
     Plan,
     Pod,
@@ -46,6 +47,9 @@ class _Host:
     existing_pods: list[Pod]
     placed: list[Pod] = field(default_factory=list)
     overhead: Mapping[str, int] = field(default_factory=dict)
+    """What the DaemonSets that run on a new node request there (their pods are in no snapshot yet)."""
+    daemon_ports: tuple[HostPort, ...] = ()
+    """Host ports the DaemonSets that run on the node hold, on new and existing nodes alike."""
 
     @property
     def pods(self) -> list[Pod]:
@@ -70,6 +74,7 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
     nodes = {node.name: node for node in snapshot.nodes}
     for node in snapshot.nodes:
         host = _Host(node.name, dict(node.labels), node.allocatable, node.taints, list(node.pods))
+        host.daemon_ports = _daemon_ports(snapshot, host)
         for key in plan.existing_nodes.get(node.name, ()):
             if key in pods:
                 host.placed.append(pods[key])
@@ -125,16 +130,26 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         labels[HOSTNAME] = f"{pool.name}/plan-{index}"
         taints = (*pool.taints, *flavor.taints)
         host = _Host(labels[HOSTNAME], labels, flavor.allocatable, taints, [])
-        host.overhead = res.total(
-            ds.pod.requests
-            for ds in snapshot.daemonsets
-            if matches_node(ds.pod, labels) and untolerated(ds.pod.tolerations, taints, prefer=False) is None
-        )
+        host.overhead = res.total(ds.pod.requests for ds in _daemonsets_on(snapshot, host))
+        host.daemon_ports = _daemon_ports(snapshot, host)
         for key in claim.pods:
             if key in pods:
                 host.placed.append(pods[key])
         hosts.append(host)
     return hosts
+
+
+def _daemonsets_on(snapshot: Snapshot, host: _Host) -> list[DaemonSet]:
+    return [
+        ds
+        for ds in snapshot.daemonsets
+        if matches_node(ds.pod, host.labels)
+        and untolerated(ds.pod.tolerations, host.taints, prefer=False) is None
+    ]
+
+
+def _daemon_ports(snapshot: Snapshot, host: _Host) -> tuple[HostPort, ...]:
+    return tuple(port for ds in _daemonsets_on(snapshot, host) for port in ds.pod.host_ports)
 
 
 def _check_accounting(plan: Plan, pods: Mapping[str, Pod], violations: list[str]) -> None:
@@ -174,7 +189,7 @@ def _check_host(host: _Host, violations: list[str]) -> None:
         violations.append(
             f"{host.name}: {short} over-committed ({demand[short]} > {host.allocatable.get(short, 0)})"
         )
-    ports: list[HostPort] = [port for p in host.existing_pods for port in p.host_ports]
+    ports: list[HostPort] = [*host.daemon_ports, *(port for p in host.existing_pods for port in p.host_ports)]
     for pod in host.placed:
         if not matches_node(pod, host.labels):
             violations.append(f"{pod.key} on {host.name}: node selector or required node affinity not met")

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use super::counts::{SpreadRule, TopologyCounts};
 use super::model::{
-    lookup, Pairs, PlannedNodeClaim, Pod, Snapshot, Toleration, TopologySpreadConstraint,
+    lookup, HostPort, Pairs, PlannedNodeClaim, Pod, Snapshot, Toleration, TopologySpreadConstraint,
     CAPACITY_TYPE, CPU, HOSTNAME, MEMORY, NODEPOOL, ZONE,
 };
 use super::preferences::Preferences;
@@ -166,7 +166,13 @@ struct Opening {
     roomy: RefCell<HashMap<RoomyKey, Option<Start>>>,
 }
 
-type RoomyKey = (Option<String>, bool, Vec<Toleration>, Vec<i64>);
+type RoomyKey = (
+    Option<String>,
+    bool,
+    Vec<Toleration>,
+    Vec<HostPort>,
+    Vec<i64>,
+);
 
 /// The flavors a new claim starts from and their `max_net`.
 type Start = (FlavorList, Vec<i64>);
@@ -201,7 +207,7 @@ impl<'s> Scheduler<'s> {
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         let existing: Vec<ExistingTarget> = nodes
             .iter()
-            .map(|n| ExistingTarget::build(n, &names))
+            .map(|n| ExistingTarget::build(n, &names, &snapshot.daemonsets))
             .collect();
         let mut pods: Vec<Pod> = snapshot
             .nodes
@@ -459,6 +465,7 @@ impl<'s> Scheduler<'s> {
         let pod = &self.pods[checks.pod];
         let taints = &flavor.it.taints;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &flavor.net_dense)
+            && flavor.ports_free(pod)
             && flavor.compatible_with(merged, offers)
             && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
             && (taints.is_empty()
@@ -776,6 +783,7 @@ impl<'s> Scheduler<'s> {
             restrict.map(str::to_string),
             checks.prefer,
             pod.tolerations.clone(),
+            pod.host_ports.clone(),
             self.requests[checks.pod].clone(),
         );
         let cached = opening.roomy.borrow().get(&key).cloned();
@@ -815,6 +823,7 @@ impl<'s> Scheduler<'s> {
         let roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
             restrict.is_none_or(|r| f.name() == r)
                 && untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none()
+                && f.ports_free(pod)
                 && request
                     .iter()
                     .zip(&f.net_dense)
@@ -842,6 +851,9 @@ impl<'s> Scheduler<'s> {
         let tolerated =
             |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
         if !compatible.iter().any(|f| allowed(&f)) {
+            if view.flavors.is_empty() && !view.crowded.is_empty() {
+                return format!("its DaemonSets do not fit on {}", view.crowded.join(", "));
+            }
             return unmatched(view, &checks.requirements, merged, restrict);
         }
         let flavors: Vec<Rc<Flavor>> = compatible
@@ -852,6 +864,10 @@ impl<'s> Scheduler<'s> {
             .collect();
         if flavors.is_empty() {
             return "it does not tolerate the taints of any flavor".into();
+        }
+        let flavors: Vec<Rc<Flavor>> = flavors.into_iter().filter(|f| f.ports_free(pod)).collect();
+        if flavors.is_empty() {
+            return "a DaemonSet holds its host port on every flavor".into();
         }
         too_big(pod, &flavors)
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use super::model::{
-    lookup, DaemonSet, HostPort, InstanceType, Node, NodePool, Offering, Pairs, Taint,
+    lookup, DaemonSet, HostPort, InstanceType, Node, NodePool, Offering, Pairs, Pod, Taint,
     CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
 };
 use super::requirements::{carried_value, Reqs, Requirement};
@@ -78,9 +78,18 @@ pub struct Flavor {
     pub base_price: f64,
     /// Label keys the NodePool gives every node of its own (`pool_label_keys`), whatever the flavor.
     pub pool_keys: Rc<BTreeSet<String>>,
+    /// Host ports the DaemonSets running on this flavor's nodes hold.
+    pub daemon_ports: Vec<HostPort>,
 }
 
 impl Flavor {
+    /// Whether none of the pod's host ports is held by a DaemonSet on this flavor's nodes.
+    pub fn ports_free(&self, pod: &Pod) -> bool {
+        !pod.host_ports
+            .iter()
+            .any(|a| self.daemon_ports.iter().any(|b| a.conflicts(b)))
+    }
+
     pub fn name(&self) -> &str {
         &self.it.name
     }
@@ -308,20 +317,19 @@ pub fn sort_by_price(flavors: &mut Vec<Rc<Flavor>>, reqs: &Reqs) {
     flavors.extend(keyed.into_iter().map(|(_, f)| f));
 }
 
-pub fn daemonset_overhead(
-    daemonsets: &[DaemonSet],
+/// The DaemonSets whose pod a node with these labels and taints would run.
+pub fn daemonsets_on<'d>(
+    daemonsets: &'d [DaemonSet],
     labels: &Pairs<String>,
     taints: &[Taint],
-) -> Res {
-    let mut out = Res::new();
-    for ds in daemonsets {
-        if matches_node(&ds.pod, labels)
-            && untolerated(&ds.pod.tolerations, taints, false).is_none()
-        {
-            res::add_into(&mut out, &ds.pod.requests, 1);
-        }
-    }
-    out
+) -> Vec<&'d DaemonSet> {
+    daemonsets
+        .iter()
+        .filter(|ds| {
+            matches_node(&ds.pod, labels)
+                && untolerated(&ds.pod.tolerations, taints, false).is_none()
+        })
+        .collect()
 }
 
 /// The label keys a NodePool gives its nodes whatever their flavor (twin of `targets.pool_label_keys`):
@@ -350,6 +358,8 @@ pub struct PoolView {
     pub flavors: Vec<Rc<Flavor>>,
     /// Limits left for this solve, in the pool's order (`nodes` counts claims).
     pub remaining: Vec<(String, i64)>,
+    /// Flavors left out because the DaemonSets that run on them do not fit (Karpenter filters them).
+    pub crowded: Vec<String>,
 }
 
 impl PoolView {
@@ -385,6 +395,7 @@ impl PoolView {
             })
             .collect();
         let mut flavors = Vec::new();
+        let mut crowded = Vec::new();
         for name in names {
             let Some(it) = catalog.iter().rev().find(|it| it.name == name) else {
                 continue;
@@ -400,7 +411,11 @@ impl PoolView {
                 set_label(&mut node_labels, CAPACITY_TYPE, &cheapest.capacity_type);
             }
             let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
-            let overhead = daemonset_overhead(daemonsets, &node_labels, &taints);
+            let running = daemonsets_on(daemonsets, &node_labels, &taints);
+            let mut overhead = Res::new();
+            for ds in &running {
+                res::add_into(&mut overhead, &ds.pod.requests, 1);
+            }
             let net = res::subtract(&it.allocatable, &overhead);
             let mut flavor = Flavor {
                 it: it.clone(),
@@ -410,10 +425,19 @@ impl PoolView {
                 net,
                 base_price: 0.0,
                 pool_keys: pool_keys.clone(),
+                daemon_ports: running
+                    .iter()
+                    .flat_map(|ds| ds.pod.host_ports.iter().cloned())
+                    .collect(),
             };
-            if flavor.compatible(&base) {
+            if !flavor.compatible(&base) {
+                continue;
+            }
+            if res::fits(&[], &overhead, &it.allocatable) {
                 flavor.base_price = flavor.price(&base);
                 flavors.push(Rc::new(flavor));
+            } else {
+                crowded.push(it.name.clone());
             }
         }
         sort_by_price(&mut flavors, &base);
@@ -427,6 +451,7 @@ impl PoolView {
             base,
             flavors,
             remaining,
+            crowded,
         }
     }
 
@@ -485,15 +510,20 @@ pub struct ExistingTarget {
 }
 
 impl ExistingTarget {
-    pub fn build(node: &Node, names: &Names) -> ExistingTarget {
+    /// The node with its pods; the DaemonSets that run on it hold their host ports there even when
+    /// their pods are not in the snapshot (a second copy of a port held twice changes nothing).
+    pub fn build(node: &Node, names: &Names, daemonsets: &[DaemonSet]) -> ExistingTarget {
         let mut used = names.zero();
         for pod in &node.pods {
             res::dense_add(&mut used, &names.dense(&pod.requests));
         }
+        let running = daemonsets_on(daemonsets, &node.labels, &node.taints);
         let ports = node
             .pods
             .iter()
-            .flat_map(|p| p.host_ports.iter().cloned())
+            .map(|p| &p.host_ports)
+            .chain(running.iter().map(|ds| &ds.pod.host_ports))
+            .flat_map(|ports| ports.iter().cloned())
             .collect();
         ExistingTarget {
             node: node.clone(),

@@ -65,7 +65,6 @@ def test_daemonset_overhead_too_large_for_every_flavor(engine: str) -> None:
     assert chosen(engine, *daemon(10000, 10000)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 7: DaemonSet hostPorts are not counted")
 def test_a_daemonsets_host_port_blocks_the_pod(engine: str) -> None:
     """Karpenter suite_test.go "Daemonsets": "should account for daemonset hostports": every new node's
     DaemonSet holds 8080, so a pod wanting 8080 gets no node."""
