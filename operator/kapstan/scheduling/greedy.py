@@ -39,13 +39,19 @@ def placement_sequence(pods: Sequence[Pod]) -> list[Pod]:
     between CPU-heavy and memory-heavy pods so that the running totals keep the batch's own CPU to memory
     ratio. Nodes filled in that order end full in both resources. Biggest-first alone (Karpenter's order)
     fills nodes with same-shaped pods and leaves one resource idle on each; a plain shuffle mixes them by
-    chance only. Sizes are shares of the batch's totals, compared in exact integers."""
+    chance only. Sizes are shares of the batch's totals, compared in exact integers; a batch that requests
+    no CPU (or no memory) is sized by the other of the two alone, and one that requests neither by its
+    other resources, largest first in name order (else every size would be 0 and hashes would decide)."""
     cpu = sum(p.requests.get(CPU, 0) for p in pods)
     memory = sum(p.requests.get(MEMORY, 0) for p in pods)
+    others = [] if cpu or memory else sorted({name for p in pods for name in p.requests} - {CPU, MEMORY})
 
-    def size(pod: Pod) -> tuple[int, int, str]:
-        share = pod.requests.get(CPU, 0) * memory + pod.requests.get(MEMORY, 0) * cpu
-        return (-share, zlib.crc32(pod.key.encode()), pod.key)
+    def size(pod: Pod) -> tuple[int, tuple[int, ...], int, str]:
+        pod_cpu, pod_memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
+        # Without one of the two in the batch, every pod's share of it is 0: the other alone sizes it.
+        share = pod_cpu * memory + pod_memory * cpu if cpu and memory else pod_cpu + pod_memory
+        rest = tuple(-pod.requests.get(name, 0) for name in others)
+        return (-share, rest, zlib.crc32(pod.key.encode()), pod.key)
 
     cpu_heavy: list[Pod] = []
     memory_heavy: list[Pod] = []
