@@ -113,3 +113,24 @@ def test_pod_level_requests_size_the_node(engine: str) -> None:
     plan = solve(snapshot, engine)
     assert validate(snapshot, plan) == []
     assert flavors(plan) == ["c3-8"]
+
+
+@pytest.mark.parametrize(
+    ("catalog", "marker"),
+    [
+        ("article-catalog-mds.yaml", 'node.cluster.x-k8s.io/karpenter-member: ""'),
+        ("article-catalog-clusterclass.yaml", 'kapstan.io/managed: "true"'),
+    ],
+)
+def test_an_unmarked_catalog_says_how_to_mark_a_flavor(engine: str, catalog: str, marker: str) -> None:
+    """Issue 12 item 11: with nothing marked managed, every pod says what would give kapstan a flavor, not
+    that no flavor matches its requirements."""
+    text = (SCENARIOS / catalog).read_text().replace(marker, "example.com/unrelated: x")
+    snapshot = build_snapshot(load_text(text + "\n---\n" + (SCENARIOS / "inflate-8x1cpu.yaml").read_text()))
+    assert snapshot.instance_types == ()
+    plan = solve(snapshot, engine)
+    assert validate(snapshot, plan) == []
+    assert len(plan.unschedulable) == 8 and plan.node_claims == ()
+    for reason in plan.unschedulable.values():
+        assert reason.startswith("kapstan manages no flavor yet")
+        assert "node.cluster.x-k8s.io/karpenter-member" in reason and 'kapstan.io/managed: "true"' in reason

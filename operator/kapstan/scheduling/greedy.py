@@ -33,6 +33,13 @@ from kapstan.scheduling.preferences import Preferences
 from kapstan.scheduling.targets import OFFERING_KEYS, Claim, ExistingTarget, Flavor, PoolView
 from kapstan.scheduling.topology import spread_group, term_group, untolerated
 
+NO_MANAGED_FLAVOR = (
+    "kapstan manages no flavor yet: mark a MachineDeployment, or a ClusterClass worker class in its "
+    'metadata, with the label node.cluster.x-k8s.io/karpenter-member or the annotation kapstan.io/managed: "true"'
+)
+"""Why nothing can be provisioned while the catalog is empty: what a user has to do, not what each
+NodePool lacks (every one of them would say that no flavor matches)."""
+
 
 def placement_sequence(pods: Sequence[Pod]) -> list[Pod]:
     """The order the greedy pass takes pods in, the same in both engines: biggest first, alternating
@@ -412,6 +419,8 @@ class Scheduler:
                     return None
         if not self.pools:
             return "no NodePool exists"
+        if not self.snapshot.instance_types:
+            return NO_MANAGED_FLAVOR
         reasons = []
         for view in self.pools:
             opened = self.open_claim(view, checks)

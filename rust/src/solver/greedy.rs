@@ -83,6 +83,11 @@ pub struct Addition {
     replacing: Option<Rc<Flavor>>,
 }
 
+/// Why nothing can be provisioned while the catalog is empty (the same words as Python's).
+pub const NO_MANAGED_FLAVOR: &str = "kapstan manages no flavor yet: mark a MachineDeployment, or a \
+    ClusterClass worker class in its metadata, with the label node.cluster.x-k8s.io/karpenter-member or \
+    the annotation kapstan.io/managed: \"true\"";
+
 /// The order the greedy pass takes pods in, as in Python: biggest first, alternating between CPU-heavy
 /// and memory-heavy pods so that the running totals keep the batch's own CPU to memory ratio; nodes
 /// filled in that order end full in both resources. Sizes are shares of the batch's totals, compared in
@@ -937,6 +942,9 @@ impl<'s> Scheduler<'s> {
         }
         if self.pools.is_empty() {
             return Err("no NodePool exists".into());
+        }
+        if self.snapshot.instance_types.is_empty() {
+            return Err(NO_MANAGED_FLAVOR.into());
         }
         let mut reasons = Vec::new();
         for v in 0..self.pools.len() {
