@@ -34,9 +34,6 @@ def test_a_full_node_means_a_new_one(engine: str) -> None:
     assert flavors_of(plan) == ["default"] * 20
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 12 item 9: batches without CPU requests lose the biggest-first order"
-)
 def test_small_and_large_pods_packed_together(engine: str) -> None:
     """Karpenter suite_test.go "Binpacking": "should pack small and large pods together": 40 pods of 1.8G and
     20 of 400M, no CPU requests: two large and one small fill each 4Gi node, 20 nodes in all."""
@@ -122,7 +119,6 @@ def test_no_flavor_means_no_node(engine: str) -> None:
     assert plan.node_claims == () and "default/p" in plan.unschedulable
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 11: an empty catalog does not say how to mark a flavor")
 def test_an_empty_catalog_says_how_to_mark_a_flavor(engine: str) -> None:
     """With no managed flavor the reason names what marks one (the karpenter-member label or the
     kapstan.io/managed annotation), not a requirement mismatch."""
