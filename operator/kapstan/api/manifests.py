@@ -37,9 +37,10 @@ from kapstan.api.core import (
     StatefulSet,
     Workload,
 )
-from kapstan.api.errors import ManifestError
+from kapstan.api.errors import ManifestError, shown
 from kapstan.api.karpenter import NODECLASS_GROUP, ClusterAPINodeClass, NodeClaim, NodePool
 from kapstan.api.meta import KubeObject
+from kapstan.api.yaml_loader import load_yaml_documents, one_line
 
 TemplateKey = tuple[str, str, str]
 """(kind, namespace, name) of a template."""
@@ -67,10 +68,20 @@ class Manifests:
     def add(self, document: Mapping[str, Any], location: str = "") -> None:
         """File one decoded object (a `kind: List` adds each item); unknown kinds are ignored."""
         api_version, kind = document.get("apiVersion"), document.get("kind")
-        if not isinstance(kind, str) or not kind or not isinstance(api_version, str) or not api_version:
-            raise ManifestError("", "", "document has no apiVersion or kind", location)
+        if not isinstance(api_version, str) or not api_version or not isinstance(kind, str) or not kind:
+            version_ok = isinstance(api_version, str) and api_version
+            name, value = ("kind", kind) if version_ok else ("apiVersion", api_version)
+            problem = "" if value is None else f": got {shown(value)}"
+            raise ManifestError(
+                _name_of(document), name, f"document has no apiVersion or kind{problem}", location
+            )
         if kind == "List":
-            for index, item in enumerate(document.get("items") or []):
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise ManifestError(
+                    "List", "items", f"expected a list of objects, got {shown(items)}", location
+                )
+            for index, item in enumerate(items):
                 self.add(_mapping(item, f"{location}, item {index + 1}"), f"{location}, item {index + 1}")
             return
         group, _, version = api_version.rpartition("/")
@@ -151,9 +162,15 @@ def load_manifests(paths: Sequence[Path | str]) -> Manifests:
     manifests = Manifests()
     for path in _expand(Path(p) for p in paths):
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as error:
             raise ManifestError(str(path), "", f"cannot read: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise ManifestError(
+                str(path),
+                "",
+                f"not UTF-8 text: byte 0x{error.object[error.start]:02x} at offset {error.start}",
+            ) from None
         add_documents(manifests, text, str(path))
     return manifests
 
@@ -169,12 +186,12 @@ def add_documents(manifests: Manifests, text: str, source: str) -> None:
     """Add every document of a YAML stream; empty documents are skipped."""
     index = 0
     try:
-        for index, document in enumerate(yaml.safe_load_all(text), start=1):
+        for index, document in enumerate(load_yaml_documents(text), start=1):
             if document is not None:
                 location = f"{source}, document {index}"
                 manifests.add(_mapping(document, location), location)
     except yaml.YAMLError as error:
-        raise ManifestError(source, "", f"document {index + 1}: invalid YAML: {error}") from None
+        raise ManifestError(source, "", f"document {index + 1}: invalid YAML: {one_line(error)}") from None
 
 
 def _expand(paths: Iterable[Path]) -> Iterable[Path]:
@@ -193,4 +210,5 @@ def _mapping(document: object, location: str) -> Mapping[str, Any]:
 
 def _name_of(document: Mapping[str, Any]) -> str:
     metadata = document.get("metadata")
-    return str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
+    name = metadata.get("name", "") if isinstance(metadata, Mapping) else ""
+    return name if isinstance(name, str) else shown(name)
