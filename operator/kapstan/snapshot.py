@@ -50,6 +50,7 @@ from kapstan.scheduling.model import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from kapstan.snapshot_bounds import check_pod_count, check_request_totals, saturated
 
 NODES = "nodes"
 EPHEMERAL_TAINT_KEYS = frozenset(
@@ -89,6 +90,8 @@ class SimulationInput:
 
 
 def build_snapshot(manifests: Manifests) -> Snapshot:
+    """What `kapstan simulate` solves: workloads are expanded into pods, so their number is bounded."""
+    check_pod_count(manifests.workloads)
     return build_simulation_input(manifests).snapshot
 
 
@@ -135,6 +138,7 @@ def build_simulation_input(
         daemonsets=tuple(_daemonset(ds, namespace_labels) for ds in manifests.daemonsets),
         namespace_labels=namespace_labels,
     )
+    check_request_totals(snapshot)
     return SimulationInput(snapshot, catalog)
 
 
@@ -433,7 +437,7 @@ def _node_pool(pool: NodePoolObject, usage: Mapping[str, int], catalog: Catalog)
         startup_taints=_taints(template.spec.startup_taints),
         weight=pool.spec.weight or 0,
         limits=dict(pool.spec.limits),
-        usage=dict(usage),
+        usage=saturated(dict(usage)),
         instance_types=catalog.names,
     )
 

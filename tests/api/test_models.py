@@ -10,6 +10,7 @@ import pytest
 
 from kapstan.api import ManifestError, load_manifests, load_text
 from kapstan.api.core import Pod
+from kapstan.api.karpenter import Requirement
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
@@ -291,3 +292,10 @@ kind: ClusterAPINodeClass
 metadata: {name: x}
 spec: {priceTable: {c3-4: cheap}}
 """)
+
+
+def test_nodepool_comparison_requirements_take_non_negative_int64_values() -> None:
+    assert Requirement(key="example.com/gen", operator="Gt", values=["+5"]).values == ["+5"]
+    for bad in (["-1"], ["+-5"], ["9" * 45], ["1", "2"]):
+        with pytest.raises(ValueError, match="operator Gt"):
+            Requirement(key="example.com/gen", operator="Gt", values=bad)

@@ -1,12 +1,20 @@
 """Quantities are exact: every suffix, exponents, YAML numbers, rounding up to a milli-unit."""
 
+import time
 from fractions import Fraction
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kapstan.api.quantity import QuantityError, format_quantity, parse_quantity, to_milli
+from kapstan.api.quantity import (
+    MAX_MILLI,
+    QuantityError,
+    format_quantity,
+    parse_quantity,
+    to_bounded_milli,
+    to_milli,
+)
 
 
 @pytest.mark.parametrize(
@@ -90,3 +98,22 @@ def test_format_quantity(resource: str, milli: int, text: str) -> None:
 @given(st.integers(min_value=0, max_value=2**70), st.sampled_from(["cpu", "memory", "pods"]))
 def test_format_reads_back(milli: int, resource: str) -> None:
     assert to_milli(format_quantity(resource, milli)) == milli
+
+
+def test_quantities_are_bounded_like_kubernetes_int64_milli_values() -> None:
+    assert to_bounded_milli(f"{2**63 - 1}m") == 2**63 - 1
+    assert to_bounded_milli("10000000Gi", clamp=True) == MAX_MILLI
+    for too_large in (f"{2**63}m", "1e99999999", 2**64 + 1, "10000000Ei"):
+        with pytest.raises(QuantityError, match="too large"):
+            to_bounded_milli(too_large)
+    with pytest.raises(QuantityError, match="negative"):
+        to_bounded_milli("-1")
+    assert to_bounded_milli("1e-99999999") == 1  # rounds up, like MilliValue
+
+
+def test_a_quantity_is_never_expanded_before_it_is_refused() -> None:
+    started = time.monotonic()
+    for text in ("1e99999999", "9" * 5000, "1" + "0" * 10_000 + "e-9999"):
+        with pytest.raises(QuantityError):
+            to_bounded_milli(text)
+    assert time.monotonic() - started < 1

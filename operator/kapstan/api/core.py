@@ -14,8 +14,20 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from kapstan.api.meta import KubeModel, KubeObject, ObjectMeta, OwnerReference, ResourceList, TemplateMeta
-from kapstan.scheduling.model import LABEL_OPERATORS, LabelOperator, NodeOperator, TaintEffect
+from kapstan.api.errors import shown
+from kapstan.api.meta import (
+    HostPortNumber,
+    Int32,
+    KubeModel,
+    KubeObject,
+    ObjectMeta,
+    OwnerReference,
+    Port,
+    ResourceList,
+    TemplateMeta,
+    Weight,
+)
+from kapstan.scheduling.model import LABEL_OPERATORS, LabelOperator, NodeOperator, TaintEffect, parse_int64
 
 
 def check_operator(value: object, allowed: Iterable[str]) -> object:
@@ -34,8 +46,9 @@ def check_values(operator: object, values: list[str]) -> list[str]:
         raise ValueError(f"operator {operator} needs at least one value")
     if operator in ("Exists", "DoesNotExist") and values:
         raise ValueError(f"operator {operator} takes no values")
-    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].lstrip("+-").isdigit()):
-        raise ValueError(f"operator {operator} needs exactly one integer value, got {values}")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or parse_int64(values[0]) is None):
+        shown_values = ", ".join(shown(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+        raise ValueError(f"operator {operator} needs exactly one integer value (int64), got [{shown_values}]")
     return values
 
 
@@ -90,7 +103,7 @@ class NodeSelector(KubeModel):
 
 
 class PreferredSchedulingTerm(KubeModel):
-    weight: int
+    weight: Weight
     preference: NodeSelectorTerm
 
 
@@ -112,7 +125,7 @@ class PodAffinityTerm(KubeModel):
 
 
 class WeightedPodAffinityTerm(KubeModel):
-    weight: int
+    weight: Weight
     pod_affinity_term: PodAffinityTerm
 
 
@@ -145,19 +158,20 @@ class Toleration(KubeModel):
 
 
 class TopologySpreadConstraint(KubeModel):
-    max_skew: int = Field(ge=1)
+    max_skew: Int32 = Field(ge=1)
     topology_key: str
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: LabelSelector | None = None
-    min_domains: int | None = Field(default=None, ge=1)
+    min_domains: Int32 | None = Field(default=None, ge=1)
     node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
     node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
     match_label_keys: list[str] = Field(default_factory=list)
 
 
 class ContainerPort(KubeModel):
-    container_port: int
-    host_port: int = 0
+    container_port: Port
+    host_port: HostPortNumber = 0
+    """0: no port on the node."""
     protocol: str = "TCP"
     host_ip: str = Field(default="", alias="hostIP")
 
@@ -192,7 +206,7 @@ class PodSpec(KubeModel):
     tolerations: list[Toleration] = Field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
     node_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     host_network: bool = False
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     """Pod-level resources (KEP-2837, on by default since Kubernetes 1.34)."""
@@ -313,7 +327,7 @@ def stamp(owner: KubeObject, name: str, template: PodTemplateSpec) -> Pod:
 
 
 class ReplicatedSpec(KubeModel):
-    replicas: int = Field(default=1, ge=0)
+    replicas: Int32 = Field(default=1, ge=0)
     template: PodTemplateSpec
 
 
@@ -336,8 +350,8 @@ class StatefulSet(Deployment):
 
 
 class JobSpec(KubeModel):
-    parallelism: int = Field(default=1, ge=0)
-    completions: int | None = Field(default=None, ge=0)
+    parallelism: Int32 = Field(default=1, ge=0)
+    completions: Int32 | None = Field(default=None, ge=0)
     template: PodTemplateSpec
 
 

@@ -17,7 +17,10 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, PlainValidator, ValidationInfo, field_validator, model_validator
 
 from kapstan.api.core import NodeSelectorRequirement, Taint
+from kapstan.api.errors import shown
 from kapstan.api.meta import (
+    BudgetWindow,
+    ClampedMilli,
     Duration,
     KubeModel,
     KubeObject,
@@ -40,7 +43,18 @@ class Requirement(NodeSelectorRequirement):
 
     OPERATORS: ClassVar[frozenset[str]] = NODE_OPERATORS
 
-    min_values: int | None = Field(default=None, ge=1)
+    min_values: int | None = Field(default=None, ge=1, le=50)
+    """At most 50, as Karpenter's CRD says."""
+
+    @field_validator("values")
+    @classmethod
+    def _comparison_not_negative(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        # Karpenter's CRD: `int(x.values[0]) >= 0` for Gt, Lt, Gte and Lte.
+        if info.data.get("operator") in ("Gt", "Lt", "Gte", "Lte") and values and values[0].startswith("-"):
+            raise ValueError(
+                f"operator {info.data['operator']} needs a value of 0 or more, got {shown(values[0])}"
+            )
+        return values
 
     @field_validator("min_values")
     @classmethod
@@ -71,6 +85,11 @@ class NodeClaimTemplate(KubeModel):
     spec: NodeClaimTemplateSpec
 
 
+# Karpenter's CRD pattern for a budget's schedule, with each of the five fields one cron token (its
+# `(.+)\s(.+)...` would also pass six or seven fields, which its cron parser then rejects).
+_SCHEDULE = re.compile(
+    r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*,/?-]+(\s+[0-9A-Za-z*,/?-]+){4}"
+)
 _BUDGET_NODES = re.compile(r"(100|[0-9]{1,2})%|[0-9]+")
 
 
@@ -79,15 +98,29 @@ class Budget(KubeModel):
 
     nodes: str = "10%"
     schedule: str | None = None
-    duration: Duration | None = None
+    duration: BudgetWindow | None = None
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] = Field(default_factory=list)
 
     @field_validator("nodes", mode="before")
     @classmethod
     def _count_or_percent(cls, value: object) -> object:
-        if not isinstance(value, str | int) or not _BUDGET_NODES.fullmatch(str(value)):
-            raise ValueError(f'invalid budget {value!r}: expected a node count ("3") or a percentage ("10%")')
-        return str(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+            value = str(value)
+        if not isinstance(value, str) or not _BUDGET_NODES.fullmatch(value):
+            raise ValueError(
+                f'invalid budget {shown(value)}: expected a node count ("3") or a percentage ("10%")'
+            )
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _SCHEDULE.fullmatch(value):
+            raise ValueError(
+                f"invalid schedule {shown(value)}: expected five cron fields (minute hour day month weekday) "
+                "or a macro such as @daily"
+            )
+        return value
 
     @model_validator(mode="after")
     def _window_is_complete(self) -> Budget:
@@ -105,8 +138,8 @@ class Disruption(KubeModel):
 class NodePoolSpec(KubeModel):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
-    limits: ResourceList = Field(default_factory=dict)
-    """Resource limits in milli-units; `nodes` limits the node count."""
+    limits: dict[str, ClampedMilli] = Field(default_factory=dict)
+    """Resource limits in milli-units; `nodes` limits the node count. Beyond int64 is no limit."""
     weight: int | None = Field(default=None, ge=1, le=100)
 
 
@@ -159,14 +192,15 @@ class Threshold:
         return self.milli + math.ceil(capacity * self.fraction)
 
 
+# The kubelet reads a percentage as a decimal number (`strconv.ParseFloat`); a fraction like 1/0 is none.
+_PERCENT = re.compile(r"(\d{1,3}(\.\d{0,6})?|\.\d{1,6})%")
+
+
 def _threshold(value: object) -> Threshold:
     if isinstance(value, str) and value.endswith("%"):
-        try:
-            fraction = Fraction(value[:-1]) / 100
-        except ValueError:
-            fraction = Fraction(-1)
+        fraction = Fraction(value[:-1]) / 100 if _PERCENT.fullmatch(value) else Fraction(-1)
         if not 0 <= fraction <= 1:
-            raise ValueError(f"invalid threshold {value!r}: expected a percentage between 0% and 100%")
+            raise ValueError(f"invalid threshold {shown(value)}: expected a percentage between 0% and 100%")
         return Threshold(fraction=fraction)
     return Threshold(milli=to_milli_checked(value))
 

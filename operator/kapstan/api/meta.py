@@ -16,42 +16,61 @@ from typing import Annotated, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from kapstan.api.duration import parse_duration, parse_nillable_duration
-from kapstan.api.errors import from_validation_error
-from kapstan.api.quantity import to_milli
+from kapstan.api.duration import budget_window, karpenter_duration, karpenter_nillable_duration
+from kapstan.api.errors import from_validation_error, shown
+from kapstan.api.quantity import to_bounded_milli
 
 DEFAULT_NAMESPACE = "default"
 
 
-def to_milli_checked(value: object) -> int:
-    """A non-negative quantity from a manifest, in milli-units."""
-    if not isinstance(value, str | int | float):
-        raise ValueError(f"invalid quantity {value!r}: expected a number or a string like 500m or 4Gi")
-    milli = to_milli(value)
-    if milli < 0:
-        raise ValueError(f"invalid quantity {value!r}: must not be negative")
-    return milli
+def to_milli_checked(value: object, *, clamp: bool = False) -> int:
+    """A quantity from a manifest, in milli-units: never negative, at most an int64 (`to_bounded_milli`)."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"invalid quantity {shown(value)}: expected a number or a string like 500m or 4Gi")
+    return to_bounded_milli(value, clamp=clamp)
+
+
+def to_milli_clamped(value: object) -> int:
+    return to_milli_checked(value, clamp=True)
 
 
 def parse_price(value: object) -> float:
     """A price per hour from a number or a decimal string; never negative, never NaN."""
     price = math.nan
     if isinstance(value, str | int | float) and not isinstance(value, bool):
-        with contextlib.suppress(ValueError):
+        # float() of an integer too big for a double raises OverflowError, not ValueError.
+        with contextlib.suppress(ValueError, OverflowError):
             price = float(value)
     if not math.isfinite(price) or price < 0:
-        raise ValueError(f"invalid price {value!r}: expected a non-negative number per hour, like 0.0464")
+        raise ValueError(
+            f"invalid price {shown(value)}: expected a non-negative number per hour, like 0.0464"
+        )
     return price
 
 
 Milli = Annotated[int, PlainValidator(to_milli_checked)]
 """A non-negative quantity, read as integer milli-units."""
 ResourceList = dict[str, Milli]
-Duration = Annotated[timedelta, PlainValidator(parse_duration)]
-NillableDuration = Annotated[timedelta | None, PlainValidator(parse_nillable_duration)]
+ClampedMilli = Annotated[int, PlainValidator(to_milli_clamped)]
+"""A limit: like Milli, but a value beyond int64 means "no limit" and becomes the largest one."""
+Duration = Annotated[timedelta, PlainValidator(karpenter_duration)]
+"""A Karpenter duration: whole hours, minutes and seconds, as its CRD's pattern allows."""
+NillableDuration = Annotated[timedelta | None, PlainValidator(karpenter_nillable_duration)]
 """A duration, or None for "Never"."""
+BudgetWindow = Annotated[timedelta, PlainValidator(budget_window)]
+"""How long a disruption budget's window stays open: hours and minutes."""
 Price = Annotated[float, PlainValidator(parse_price)]
 """A price per hour, from a number or a decimal string."""
+
+
+INT32_MAX = 2**31 - 1
+Int32 = Annotated[int, Field(strict=True, ge=-(2**31), le=INT32_MAX)]
+"""A count the API server keeps as int32 (replicas, maxSkew, priority); an integer, never a string."""
+Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
+HostPortNumber = Annotated[int, Field(strict=True, ge=0, le=65535)]
+"""A hostPort: 0 means none."""
+Weight = Annotated[int, Field(strict=True, ge=1, le=100)]
+"""A preference weight, 1..100 as the API server validates it."""
 
 
 class KubeModel(BaseModel):
@@ -123,9 +142,17 @@ class KubeObject(KubeModel):
         except ValidationError as error:
             metadata = raw.get("metadata")
             meta = metadata if isinstance(metadata, Mapping) else {}
-            namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE) if cls.NAMESPACED else ""
-            obj = describe(str(raw.get("kind", cls.__name__)), namespace, str(meta.get("name", "")))
+            namespace = _text(meta.get("namespace") or DEFAULT_NAMESPACE) if cls.NAMESPACED else ""
+            kind = raw.get("kind")
+            obj = describe(
+                kind if isinstance(kind, str) else cls.__name__, namespace, _text(meta.get("name", ""))
+            )
             raise from_validation_error(obj, error, location) from None
+
+
+def _text(value: object) -> str:
+    """A name as an error shows it: a string as is, anything else quoted without expanding it."""
+    return value if isinstance(value, str) else shown(value)
 
 
 def describe(kind: str, namespace: str, name: str) -> str:

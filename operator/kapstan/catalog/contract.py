@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kapstan.api.capi import InfrastructureMachineTemplate
-from kapstan.api.errors import ManifestError
-from kapstan.api.quantity import QuantityError, parse_quantity, to_milli
+from kapstan.api.errors import ManifestError, shown
+from kapstan.api.quantity import QuantityError, parse_quantity, to_bounded_milli
 
 Path = tuple[str, ...]
 
@@ -61,7 +61,11 @@ def read(template: InfrastructureMachineTemplate, path: Path) -> Any:
 def flavor_name(template: InfrastructureMachineTemplate) -> str | None:
     path = FLAVOR_PATHS.get(template.kind)
     value = read(template, path) if path else None
-    return str(value) if value not in (None, "") else None
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ManifestError(template.ref, ".".join(path or ()), f"expected a flavor name, got {shown(value)}")
+    return str(value)
 
 
 def capacity(template: InfrastructureMachineTemplate) -> dict[str, int]:
@@ -81,8 +85,9 @@ def capacity(template: InfrastructureMachineTemplate) -> dict[str, int]:
 
 def _milli(template: InfrastructureMachineTemplate, field: str, value: object, unit: int) -> int:
     try:
-        if not isinstance(value, str | int | float):
-            raise QuantityError(f"invalid quantity {value!r}")
-        return to_milli(parse_quantity(value) * unit)
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise QuantityError(f"invalid quantity {shown(value)}")
+        # Bounded like every other quantity: a negative capacity would make a negative price.
+        return to_bounded_milli(parse_quantity(value) * unit)
     except QuantityError as error:
         raise ManifestError(template.ref, field, str(error)) from None

@@ -8,6 +8,7 @@ enters resource math and the Rust engine can use plain integers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -25,6 +26,20 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL_STORAGE = "ephemeral-storage"
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+INT64_MAX = 2**63 - 1
+
+
+def parse_int64(text: str) -> int | None:
+    """A label value as an integer the way Kubernetes reads one for Gt/Lt (`strconv.ParseInt(v, 10,
+    64)`): an optional sign and ASCII digits, within int64; anything else is not a number. Python's
+    int() would also take spaces, underscores, other scripts' digits and any size."""
+    if len(text) > 20 or not _INT64.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -INT64_MAX - 1 <= number <= INT64_MAX else None
+
 
 Resources = Mapping[str, int]
 """Resource name to amount in milli-units."""

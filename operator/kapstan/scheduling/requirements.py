@@ -10,14 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kapstan.scheduling.model import NodeSelectorRequirement
-
-
-def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
-        return None
+from kapstan.scheduling.model import NodeSelectorRequirement, parse_int64
 
 
 @dataclass(frozen=True)
@@ -48,7 +41,9 @@ class Requirement:
             return Requirement(req.key, True, frozenset(), False, min_values=req.min_values)
         if op == "DoesNotExist":
             return Requirement(req.key, False, frozenset(), True)
-        bound = int(req.values[0])
+        # Validated at parse time (core.check_values); 0 as Rust reads a value that is not a number.
+        bound = parse_int64(req.values[0]) if req.values else None
+        bound = bound if bound is not None else 0
         if op == "Gt":
             return Requirement(req.key, True, frozenset(), False, greater_than=bound)
         if op == "Gte":
@@ -69,7 +64,7 @@ class Requirement:
     def _in_bounds(self, value: str) -> bool:
         if self.greater_than is None and self.less_than is None:
             return True
-        number = _as_int(value)
+        number = parse_int64(value)
         if number is None:
             return False
         if self.greater_than is not None and number <= self.greater_than:

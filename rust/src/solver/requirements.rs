@@ -6,31 +6,15 @@ use std::collections::BTreeSet;
 
 use super::model::{lookup, NodeSelectorRequirement};
 
-/// Python's `int(text)` for the strings labels can hold: sign, digits, single underscores between digits.
-pub fn python_int(text: &str) -> Option<i128> {
-    let body = text.trim();
-    let (negative, digits) = match body.as_bytes().first()? {
-        b'-' => (true, &body[1..]),
-        b'+' => (false, &body[1..]),
-        _ => (false, body),
-    };
-    if digits.is_empty()
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-        || digits.contains("__")
-    {
+/// A label value as an integer the way Kubernetes reads one for Gt/Lt (`strconv.ParseInt(v, 10, 64)`):
+/// an optional sign and ASCII digits, within i64; anything else is not a number. Twin of Python's
+/// `parse_int64`. Widened to i128 so that the bounds' +1/-1 cannot overflow.
+pub fn parse_int64(text: &str) -> Option<i128> {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let mut value: i128 = 0;
-    for c in digits.chars() {
-        if c == '_' {
-            continue;
-        }
-        value = value
-            .checked_mul(10)?
-            .checked_add(c.to_digit(10)? as i128)?;
-    }
-    Some(if negative { -value } else { value })
+    text.parse::<i64>().ok().map(i128::from)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -75,7 +59,7 @@ impl Requirement {
 
     pub fn from_selector(req: &NodeSelectorRequirement) -> Self {
         let values: BTreeSet<String> = req.values.iter().cloned().collect();
-        let bound = || req.values.first().and_then(|v| python_int(v)).unwrap_or(0);
+        let bound = || req.values.first().and_then(|v| parse_int64(v)).unwrap_or(0);
         let mut out = match req.operator.as_str() {
             "In" => Requirement::new(&req.key, false, values, false),
             "NotIn" => Requirement::new(&req.key, true, values, true),
@@ -112,7 +96,7 @@ impl Requirement {
         if self.greater_than.is_none() && self.less_than.is_none() {
             return true;
         }
-        let Some(number) = python_int(value) else {
+        let Some(number) = parse_int64(value) else {
             return false;
         };
         if let Some(g) = self.greater_than {
@@ -324,13 +308,16 @@ mod tests {
     }
 
     #[test]
-    fn numeric_bounds_and_python_ints() {
+    fn numeric_bounds_and_go_ints() {
         let gt = Requirement::from_selector(&sel("gen", "Gt", &["3"]));
         let lte = Requirement::from_selector(&sel("gen", "Lte", &["5"]));
         let range = gt.intersect(&lte);
         assert!(!range.has("3") && range.has("4") && range.has("5") && !range.has("6"));
-        assert!(range.has("+4") && range.has("1_0") == (10 > 3 && 10 < 6));
-        assert!(!range.has("four"));
+        assert!(range.has("+4") && !range.has("1_0") && !range.has(" 4"));
+        assert!(!range.has("four") && !range.has("+-4"));
+        assert_eq!(parse_int64("9223372036854775807"), Some(i64::MAX as i128));
+        assert_eq!(parse_int64("9223372036854775808"), None);
+        assert_eq!(parse_int64(&"9".repeat(45)), None);
         let never = range.intersect(&Requirement::from_selector(&sel("gen", "Gte", &["9"])));
         assert!(never.is_empty());
     }

@@ -1,5 +1,9 @@
 //! Integer resource vectors in milli-units (twin of `resources.py`), kept as ordered pairs because the
 //! order of a pod's requests decides which shortfall a reason names.
+//!
+//! Python's integers never overflow; these must not either. The snapshot bounds every amount to an
+//! int64 and the pods' totals too (`kapstan/snapshot_bounds.py`), and on top of that sums saturate and
+//! a fit whose sum would overflow is no fit, which is what exact arithmetic says as well.
 
 use super::model::{lookup, Pairs};
 
@@ -12,8 +16,8 @@ pub fn get(vector: &[(String, i64)], key: &str) -> i64 {
 pub fn add_into(out: &mut Res, other: &[(String, i64)], sign: i64) {
     for (key, value) in other {
         match out.iter_mut().find(|(k, _)| k == key) {
-            Some((_, slot)) => *slot += sign * value,
-            None => out.push((key.clone(), sign * value)),
+            Some((_, slot)) => *slot = slot.saturating_add(sign.saturating_mul(*value)),
+            None => out.push((key.clone(), sign.saturating_mul(*value))),
         }
     }
 }
@@ -45,8 +49,14 @@ pub fn first_shortfall<'a>(
 ) -> Option<&'a str> {
     request
         .iter()
-        .find(|(key, value)| *value != 0 && get(used, key) + value > get(available, key))
+        .find(|(key, value)| *value != 0 && !within(get(used, key), *value, get(available, key)))
         .map(|(key, _)| key.as_str())
+}
+
+/// `used + request <= available`, exactly: a sum beyond i64 is beyond any amount available.
+pub fn within(used: i64, request: i64, available: i64) -> bool {
+    used.checked_add(request)
+        .is_some_and(|total| total <= available)
 }
 
 /// Resource names of one snapshot, so amounts on the hot path are dense vectors indexed by name.
@@ -60,10 +70,10 @@ impl Names {
     }
 
     pub fn dense(&self, pairs: &[(String, i64)]) -> Vec<i64> {
-        let mut out = vec![0; self.0.len()];
+        let mut out = vec![0i64; self.0.len()];
         for (key, value) in pairs {
             if let Ok(at) = self.0.binary_search(key) {
-                out[at] += value;
+                out[at] = out[at].saturating_add(*value);
             }
         }
         out
@@ -85,12 +95,12 @@ pub fn dense_fits(used: &[i64], request: &[i64], available: &[i64]) -> bool {
         .iter()
         .zip(used)
         .zip(available)
-        .all(|((r, u), a)| *r == 0 || u + r <= *a)
+        .all(|((r, u), a)| *r == 0 || within(*u, *r, *a))
 }
 
 pub fn dense_add(used: &mut [i64], request: &[i64]) {
     for (u, r) in used.iter_mut().zip(request) {
-        *u += r;
+        *u = u.saturating_add(*r);
     }
 }
 
@@ -123,6 +133,21 @@ pub fn describe(name: &str, milli: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fit_that_would_overflow_is_no_fit() {
+        let used = vec![("memory".to_string(), 1 << 40)];
+        let request = vec![("memory".to_string(), i64::MAX)];
+        let available = vec![("memory".to_string(), 64 << 40)];
+        assert!(!fits(&used, &request, &available));
+        assert_eq!(first_shortfall(&used, &request, &available), Some("memory"));
+        assert!(!dense_fits(&[1 << 40], &[i64::MAX], &[64 << 40]));
+        assert!(dense_fits(&[0], &[i64::MAX], &[i64::MAX]));
+        let mut total = vec![1 << 40];
+        dense_add(&mut total, &[i64::MAX]);
+        assert_eq!(total, vec![i64::MAX]);
+        assert_eq!(add(&used, &request), vec![("memory".to_string(), i64::MAX)]);
+    }
 
     #[test]
     fn describes_like_the_python_engine() {
