@@ -22,7 +22,7 @@ from kapstan.cli_addon import addon_command
 from kapstan.cli_local import demo_cmd, local_group
 from kapstan.cli_render import render_group
 from kapstan.cli_run import run_command
-from kapstan.scheduling.model import Plan
+from kapstan.scheduling.model import Plan, Snapshot
 from kapstan.snapshot import build_snapshot
 
 
@@ -48,8 +48,7 @@ def main() -> None:
 def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, output: str) -> None:
     """Plan the NodeClaims kapstan would create for the pods in MANIFESTS."""
     try:
-        snapshot = build_snapshot(load_manifests([*files, *more]))
-        plan = scheduling.solve(snapshot, engine)
+        plan = simulate_files([*files, *more], engine)[1]
     except (ManifestError, ValueError) as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
@@ -57,6 +56,12 @@ def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, ou
         click.echo(json.dumps(plan.to_json(), indent=2))
     else:
         print_plan(plan, Console())
+
+
+def simulate_files(paths: Sequence[Path], engine: str | None) -> tuple[Snapshot, Plan]:
+    """What `simulate` does before printing: manifests to snapshot to plan (the fuzzer calls it too)."""
+    snapshot = build_snapshot(load_manifests(paths))
+    return snapshot, scheduling.solve(snapshot, engine)
 
 
 def print_plan(plan: Plan, console: Console) -> None:
