@@ -107,20 +107,19 @@ def build_simulation_input(
     deleting = _deleting_nodes(manifests, claims)
     pending: list[Pod] = []
     bound: dict[str, list[Pod]] = {}
-    for workload in manifests.workloads:
-        for pod in workload.pods():
-            if pod.finished or (not pod.spec.node_name and _owned_by_daemonset(pod)):
-                continue
-            if pod.spec.node_name in deleting:
-                # Karpenter reschedules these at once rather than after their eviction.
-                if _reschedulable(pod):
-                    pending.append(convert_pod(pod, namespace_labels))
-                continue
-            converted = convert_pod(pod, namespace_labels)
-            if pod.spec.node_name:
-                bound.setdefault(pod.spec.node_name, []).append(converted)
-            else:
-                pending.append(converted)
+    for pod in manifests.pods():
+        if pod.finished or (not pod.spec.node_name and _owned_by_daemonset(pod)):
+            continue
+        if pod.spec.node_name in deleting:
+            # Karpenter reschedules these at once rather than after their eviction.
+            if _reschedulable(pod):
+                pending.append(convert_pod(pod, namespace_labels))
+            continue
+        converted = convert_pod(pod, namespace_labels)
+        if pod.spec.node_name:
+            bound.setdefault(pod.spec.node_name, []).append(converted)
+        else:
+            pending.append(converted)
     nodes = [
         _node(node, tuple(bound.get(node.name, ())), claims.get(node.name))
         for node in manifests.nodes

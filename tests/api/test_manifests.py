@@ -14,8 +14,15 @@ SCENARIOS = Path(__file__).parents[1] / "scenarios"
 
 
 def test_scenario_directory_loads() -> None:
-    manifests = load_manifests([SCENARIOS])
-    assert len(manifests.node_pools) > 1 and manifests.cluster_classes and manifests.machine_deployments
+    """Each scenario file loads on its own; the directory reads every file, and as its files are separate
+    scenarios that reuse names (Deployment inflate in two shapes), it is refused naming the conflict."""
+    loaded = [load_manifests([path]) for path in sorted(SCENARIOS.glob("*.yaml"))]
+    assert sum(len(m.node_pools) for m in loaded) > 1
+    assert any(m.cluster_classes for m in loaded) and any(m.machine_deployments for m in loaded)
+    with pytest.raises(
+        ManifestError, match="Deployment default/inflate: listed twice with different contents"
+    ):
+        load_manifests([SCENARIOS])
 
 
 def test_empty_documents_lists_and_unknown_kinds() -> None:

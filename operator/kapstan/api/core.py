@@ -8,8 +8,10 @@ because they are Kubernetes semantics, not solver policy.
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
@@ -309,9 +311,13 @@ class _Controller(KubeObject, ABC):
     @abstractmethod
     def template(self) -> PodTemplateSpec: ...
 
-    def pods(self) -> list[Pod]:
-        """The pods this workload wants, named `<workload>-<i>` from 0, in the workload's namespace."""
-        return [stamp(self, f"{self.name}-{index}", self.template()) for index in range(self.replica_count())]
+    def pods(self, have: int = 0, taken: AbstractSet[str] = frozenset()) -> list[Pod]:
+        """The pods this workload wants besides the `have` it already has, in the workload's namespace,
+        named `<workload>-<i>` from 0 and skipping the names in `taken` (pods listed on their own)."""
+        wanted = max(self.replica_count() - have, 0)
+        names = (f"{self.name}-{index}" for index in itertools.count())
+        free = (name for name in names if name not in taken)
+        return [stamp(self, name, self.template()) for name in itertools.islice(free, wanted)]
 
 
 def stamp(owner: KubeObject, name: str, template: PodTemplateSpec) -> Pod:

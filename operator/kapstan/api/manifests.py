@@ -44,6 +44,10 @@ from kapstan.api.yaml_loader import load_yaml_documents, one_line
 
 TemplateKey = tuple[str, str, str]
 """(kind, namespace, name) of a template."""
+OwnerKey = tuple[str, str, str]
+"""(kind, namespace, name) of a workload that makes pods."""
+Controller = Deployment | Job
+"""A workload that makes pods from a template (ReplicaSets and StatefulSets are Deployments)."""
 
 
 @dataclass
@@ -64,6 +68,43 @@ class Manifests:
     kubeadm_config_templates: dict[TemplateKey, KubeadmConfigTemplate] = field(default_factory=dict)
     infra_templates: dict[TemplateKey, InfrastructureMachineTemplate] = field(default_factory=dict)
     config_maps: dict[tuple[str, str], ConfigMap] = field(default_factory=dict)
+    _read: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], str]] = field(
+        default_factory=dict, repr=False
+    )
+    """Each object read so far, by (group, kind, namespace, name): its document and where it was."""
+
+    def pods(self) -> list[Pod]:
+        """Every pod the input stands for, each once, in manifest order. A Pod listed on its own is that
+        pod; a workload makes only the replicas no listed Pod already is: one it owns (directly, or
+        through a ReplicaSet of a Deployment also listed) or one named as the workload would name it
+        (`web-0` of StatefulSet `web`). Two workloads that would make the same pod are refused."""
+        owners: dict[OwnerKey, Controller] = {
+            (w.kind, w.namespace, w.name): w for w in self.workloads if not isinstance(w, Pod)
+        }
+        listed = [w for w in self.workloads if isinstance(w, Pod)]
+        have: dict[OwnerKey, int] = {}
+        taken: dict[str, set[str]] = {}
+        for pod in listed:
+            taken.setdefault(pod.namespace, set()).add(pod.name)
+            owner = _top_owner(pod, owners) or _namer(pod, owners)
+            if owner is not None and not pod.finished:
+                have[owner] = have.get(owner, 0) + 1
+        out: list[Pod] = []
+        made: dict[tuple[str, str], Controller] = {}
+        for workload in self.workloads:
+            if isinstance(workload, Pod):
+                out.append(workload)
+                continue
+            if _top_owner(workload, owners) is not None:
+                continue  # a ReplicaSet of a listed Deployment: the Deployment makes its pods
+            key = (workload.kind, workload.namespace, workload.name)
+            for pod in workload.pods(have.get(key, 0), taken.get(workload.namespace, set())):
+                other = made.setdefault((pod.namespace, pod.name), workload)
+                if other is not workload:
+                    message = f"makes pod {pod.namespace}/{pod.name}, as {other.ref} does"
+                    raise ManifestError(workload.ref, "", message)
+                out.append(pod)
+        return out
 
     def add(self, document: Mapping[str, Any], location: str = "") -> None:
         """File one decoded object (a `kind: List` adds each item); unknown kinds are ignored."""
@@ -89,7 +130,8 @@ class Manifests:
         # infrastructure.<domain> group (the sandbox's test provider does).
         if group.startswith(INFRASTRUCTURE_GROUP_PREFIX) and kind.endswith("MachineTemplate"):
             template = InfrastructureMachineTemplate.parse(document, location)
-            self.infra_templates[(kind, template.namespace, template.name)] = template
+            if self._first_time(group, template, document, location):
+                self.infra_templates[(kind, template.namespace, template.name)] = template
             return
         entry = _KINDS.get((group, kind))
         if entry is None:
@@ -103,7 +145,22 @@ class Manifests:
                 f"unsupported version {api_version} (expected {expected})",
                 location,
             )
-        self._file(model.parse(document, location))
+        obj = model.parse(document, location)
+        if self._first_time(group, obj, document, location):
+            self._file(obj)
+
+    def _first_time(self, group: str, obj: KubeObject, document: Mapping[str, Any], location: str) -> bool:
+        """Whether the object is new; an exact copy of one already read (a document listed twice) is
+        merged into it, a different object under the same kind and name is refused."""
+        key = (group, obj.kind, obj.namespace, obj.name)
+        seen = self._read.get(key)
+        if seen is None:
+            self._read[key] = (document, location)
+            return True
+        if seen[0] != document:
+            where = f" (first in {seen[1]})" if seen[1] else ""
+            raise ManifestError(obj.ref, "", f"listed twice with different contents{where}", location)
+        return False
 
     def _file(self, obj: KubeObject) -> None:
         match obj:
@@ -206,6 +263,33 @@ def _mapping(document: object, location: str) -> Mapping[str, Any]:
     if not isinstance(document, Mapping):
         raise ManifestError("", "", f"expected a Kubernetes object, got {type(document).__name__}", location)
     return document
+
+
+def _top_owner(obj: KubeObject, owners: Mapping[OwnerKey, Controller]) -> OwnerKey | None:
+    """The listed workload at the top of the object's owner references (a Pod's ReplicaSet's Deployment),
+    or None when no listed workload owns it."""
+    found: OwnerKey | None = None
+    current: KubeObject = obj
+    visited = {(obj.kind, obj.namespace, obj.name)}
+    while True:
+        keys = [(ref.kind, current.namespace, ref.name) for ref in current.metadata.owner_references]
+        key = next((k for k in keys if k in owners and k not in visited), None)
+        if key is None:
+            return found
+        found, current = key, owners[key]
+        visited.add(key)
+
+
+def _namer(pod: Pod, owners: Mapping[OwnerKey, Controller]) -> OwnerKey | None:
+    """The listed workload that would give a pod of its own this name (`web` for `web-0`), if any."""
+    prefix, _, index = pod.name.rpartition("-")
+    # Only the names workloads make: ASCII digits without leading zeros, short enough to compare.
+    if not (index.isascii() and index.isdigit() and len(index) < 19 and str(int(index)) == index):
+        return None
+    for key, owner in owners.items():
+        if key[1:] == (pod.namespace, prefix) and int(index) < owner.replica_count():
+            return key
+    return None
 
 
 def _name_of(document: Mapping[str, Any]) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from karpenter_kit import flavor, flavors_of, manifest_snapshot, placed, plan_for, pod, snap
 
 from builders import MI
@@ -58,7 +57,6 @@ def test_nodes_packed_tightly(engine: str) -> None:
     assert flavors_of(plan) == ["c1", "c5"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 10: the same pod twice is placed twice")
 def test_a_pod_listed_twice_is_placed_once_or_refused(engine: str) -> None:
     """kube-scheduler binds a pod once; a StatefulSet `web` and its exported Pod `web-0` are one pod. The
     snapshot either merges them or refuses the input by name; it never plans two places for it."""
