@@ -81,12 +81,15 @@ class Manifests:
         owners: dict[OwnerKey, Controller] = {
             (w.kind, w.namespace, w.name): w for w in self.workloads if not isinstance(w, Pod)
         }
+        by_name: dict[tuple[str, str], OwnerKey] = {}
+        for key in owners:
+            by_name.setdefault(key[1:], key)
         listed = [w for w in self.workloads if isinstance(w, Pod)]
         have: dict[OwnerKey, int] = {}
         taken: dict[str, set[str]] = {}
         for pod in listed:
             taken.setdefault(pod.namespace, set()).add(pod.name)
-            owner = _top_owner(pod, owners) or _namer(pod, owners)
+            owner = _top_owner(pod, owners) or _namer(pod, owners, by_name)
             if owner is not None and not pod.finished:
                 have[owner] = have.get(owner, 0) + 1
         out: list[Pod] = []
@@ -280,16 +283,17 @@ def _top_owner(obj: KubeObject, owners: Mapping[OwnerKey, Controller]) -> OwnerK
         visited.add(key)
 
 
-def _namer(pod: Pod, owners: Mapping[OwnerKey, Controller]) -> OwnerKey | None:
-    """The listed workload that would give a pod of its own this name (`web` for `web-0`), if any."""
+def _namer(
+    pod: Pod, owners: Mapping[OwnerKey, Controller], by_name: Mapping[tuple[str, str], OwnerKey]
+) -> OwnerKey | None:
+    """The listed workload (found by namespace and name in `by_name`) that would give a pod of its own
+    this name (`web` for `web-0`), if any."""
     prefix, _, index = pod.name.rpartition("-")
     # Only the names workloads make: ASCII digits without leading zeros, short enough to compare.
     if not (index.isascii() and index.isdigit() and len(index) < 19 and str(int(index)) == index):
         return None
-    for key, owner in owners.items():
-        if key[1:] == (pod.namespace, prefix) and int(index) < owner.replica_count():
-            return key
-    return None
+    key = by_name.get((pod.namespace, prefix))
+    return key if key is not None and int(index) < owners[key].replica_count() else None
 
 
 def _name_of(document: Mapping[str, Any]) -> str:
