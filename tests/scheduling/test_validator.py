@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from builders import article_flavors, make_nodepool, make_pod, snapshot
+from builders import GI, article_flavors, make_flavor, make_node, make_nodepool, make_pod, snapshot
 from kapstan.scheduling import python_engine
 from kapstan.scheduling.model import (
+    CAPACITY_TYPE,
     HOSTNAME,
+    INSTANCE_TYPE,
+    NODEPOOL,
     ZONE,
+    InstanceType,
     LabelSelector,
+    NodeSelectorRequirement,
     Plan,
+    PlannedNodeClaim,
+    Pod,
     PodAffinityTerm,
+    Taint,
     TopologySpreadConstraint,
 )
 from kapstan.scheduling.validator import validate
 
 APP = LabelSelector(match_labels=(("app", "web"),))
+RACK = "example.com/rack"
+
+
+def web(name: str, **fields: object) -> Pod:
+    return make_pod(name, 0.5, labels={"app": "web"}, **fields)
 
 
 def merged_onto_first(plan: Plan) -> Plan:
@@ -78,3 +91,102 @@ def test_limits_wrong_price_and_lost_pods() -> None:
     assert any("price" in v for v in validate(snap, cheap))
     lost = replace(plan, unschedulable={})
     assert any("neither placed nor reported" in v for v in validate(snap, lost))
+
+
+def claim_on(flavor: InstanceType, zone: str, pods: list[Pod], **labels: str) -> PlannedNodeClaim:
+    """A hand-made claim of the default NodePool, labelled as a planned node is."""
+    offering = next(o for o in flavor.offerings if o.zone == zone)
+    all_labels = {**flavor.labels, NODEPOOL: "default", ZONE: zone, CAPACITY_TYPE: offering.capacity_type}
+    return PlannedNodeClaim(
+        "default",
+        flavor.name,
+        zone,
+        offering.capacity_type,
+        offering.price,
+        tuple(p.key for p in pods),
+        {**all_labels, **labels},
+    )
+
+
+def plan_of(*claims: PlannedNodeClaim, unschedulable: dict[str, str] | None = None) -> Plan:
+    return Plan("hand", claims, {}, unschedulable or {})
+
+
+def test_spread_counts_only_the_nodes_the_pod_may_use() -> None:
+    """nodeAffinityPolicy Honor: a pod pinned to flavor m counts only m nodes, so the two pods of its
+    group on flavor n in z2 do not balance its two in z1 (kube-scheduler's PreFilter)."""
+    m = make_flavor("m", 4, 16 * GI, zones=("z1", "z2"))
+    n = make_flavor("n", 4, 16 * GI, zones=("z1", "z2"))
+    spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP),)
+    pinned = [web(f"m{i}", spread=spread, node_selector={INSTANCE_TYPE: "m"}) for i in range(2)]
+    others = [web(f"n{i}") for i in range(2)]
+    snap = snapshot([*pinned, *others], flavors=(m, n))
+    crowded = plan_of(claim_on(m, "z1", pinned), claim_on(n, "z2", others))
+    assert any("skew 2 > maxSkew 1" in v for v in validate(snap, crowded))
+    balanced = plan_of(
+        claim_on(m, "z1", pinned[:1]), claim_on(m, "z2", pinned[1:]), claim_on(n, "z2", others)
+    )
+    assert validate(snap, balanced) == []
+    ignoring = (replace(spread[0], node_affinity_policy="Ignore"),)
+    snap_ignoring = replace(snap, pods=(*(replace(p, spread=ignoring) for p in pinned), *others))
+    assert validate(snap_ignoring, crowded) == []
+
+
+def test_pinned_pods_balance_over_their_own_zone_only() -> None:
+    """5 pods pinned to z1 and 10 to z2 under one zone spread is valid for kube-scheduler."""
+    m = make_flavor("m", 16, 64 * GI, zones=("z1", "z2", "z3"))
+    spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP),)
+    first = [web(f"a{i}", spread=spread, node_selector={ZONE: "z1"}) for i in range(5)]
+    second = [web(f"b{i}", spread=spread, node_selector={ZONE: "z2"}) for i in range(10)]
+    snap = snapshot([*first, *second], flavors=(m,))
+    assert validate(snap, plan_of(claim_on(m, "z1", first), claim_on(m, "z2", second))) == []
+    free = [replace(p, node_selector={}) for p in first]
+    snap_free = replace(snap, pods=(*free, *second))
+    assert any(
+        "skew" in v for v in validate(snap_free, plan_of(claim_on(m, "z1", free), claim_on(m, "z2", second)))
+    )
+
+
+def test_spread_over_nodepool_requirement_values() -> None:
+    """The values of a NodePool requirement are domains: 4 pods on each of 4 racks is balanced, 8 on one
+    rack and none on another is not."""
+    racks = ("a", "b", "c", "d")
+    pool = make_nodepool(requirements=(NodeSelectorRequirement(RACK, "In", racks),))
+    m = make_flavor("m", 4, 16 * GI, zones=("z1",))
+    spread = (TopologySpreadConstraint(1, RACK, "DoNotSchedule", APP),)
+    pods = [web(f"w{i}", spread=spread) for i in range(16)]
+    snap = snapshot(pods, flavors=(m,), pools=(pool,))
+    even = plan_of(*(claim_on(m, "z1", pods[4 * i : 4 * i + 4], **{RACK: r}) for i, r in enumerate(racks)))
+    assert validate(snap, even) == []
+    lopsided = plan_of(
+        claim_on(m, "z1", pods[:8], **{RACK: "a"}),
+        *(claim_on(m, "z1", pods[4 * i : 4 * i + 4], **{RACK: r}) for i, r in ((2, "b"), (3, "c"))),
+    )
+    assert any("skew" in v for v in validate(snap, lopsided))
+
+
+def test_node_taints_policy_decides_whether_a_tainted_zone_counts() -> None:
+    """An existing node in z3 with a taint the pods do not tolerate: a zone under nodeTaintsPolicy
+    Ignore (the default), so two pods in z1 break maxSkew 1; no zone under Honor."""
+    m = make_flavor("m", 4, 16 * GI, zones=("z1",))
+    tainted = make_node("n3", m, zone="z3", taints=(Taint("dedicated", "NoSchedule"),))
+    for policy, valid in (("Ignore", False), ("Honor", True)):
+        spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP, node_taints_policy=policy),)
+        pods = [web(f"w{i}", spread=spread) for i in range(2)]
+        snap = snapshot(pods, flavors=(m,), nodes=(tainted,))
+        assert (validate(snap, plan_of(claim_on(m, "z1", pods))) == []) is valid, policy
+
+
+def test_min_domains_above_the_domains_holds_the_minimum_at_zero() -> None:
+    m = make_flavor("m", 4, 16 * GI, zones=("z1", "z2"))
+    spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP, min_domains=3),)
+    pods = [web(f"w{i}", spread=spread) for i in range(4)]
+    snap = snapshot(pods, flavors=(m,))
+    two_each = plan_of(claim_on(m, "z1", pods[:2]), claim_on(m, "z2", pods[2:]))
+    assert any("skew 2 > maxSkew 1" in v for v in validate(snap, two_each))
+    one_each = plan_of(
+        claim_on(m, "z1", pods[:1]),
+        claim_on(m, "z2", pods[1:2]),
+        unschedulable={p.key: "spread" for p in pods[2:]},
+    )
+    assert validate(snap, one_each) == []

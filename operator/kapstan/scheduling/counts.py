@@ -1,19 +1,31 @@
 """Live topology counts during a solve: pods per group and domain, owners of anti-affinity terms, and the
 spread rules a placement must keep. Placements are recorded and un-recorded, so the cost pass can try a
-move and take it back."""
+move and take it back.
+
+A spread constraint binds only the pods that carry it (kube-scheduler checks it when such a pod is
+placed). The plan must still hold it once every pod has landed, so a pod the constraint counts may not
+join a domain holding one of its carriers when that would push the domain past maxSkew there.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from kapstan.scheduling.model import Pod, Snapshot, TopologySpreadConstraint
-from kapstan.scheduling.topology import Group, min_count, spread_group, spread_universe, term_group
+from kapstan.scheduling.model import Pod, Snapshot, Taint, TopologySpreadConstraint
+from kapstan.scheduling.topology import (
+    Group,
+    min_count,
+    spread_filter,
+    spread_group,
+    spread_universe,
+    term_group,
+)
 
 
 @dataclass(frozen=True)
 class SpreadRule:
-    """A hard spread constraint as a whole group keeps it: every pod the group counts stays within skew."""
+    """A hard spread constraint of pending pods: its counting group, the constraint and its domains."""
 
     group: int
     constraint: TopologySpreadConstraint
@@ -29,6 +41,11 @@ class TopologyCounts:
     anti_owners: dict[int, dict[str, int]] = field(default_factory=dict)
     """Group of a required anti-affinity term -> domain -> number of pods owning that term there."""
     rules: list[SpreadRule] = field(default_factory=list)
+    rule_index: dict[SpreadRule, int] = field(default_factory=dict)
+    carriers: list[dict[str, int]] = field(default_factory=list)
+    """Per rule, domain -> number of placed pods carrying it there."""
+    carried: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Pending pod key -> the rules it carries."""
     universes: dict[tuple[object, ...], frozenset[str]] = field(default_factory=dict)
     _selecting: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
@@ -50,6 +67,7 @@ class TopologyCounts:
             tuple(sorted(pod.node_selector.items())),
             pod.required_terms,
             pod.tolerations if constraint.node_taints_policy == "Honor" else (),
+            spread_filter(pod, constraint),
         )
         found = self.universes.get(signature)
         if found is None:
@@ -57,10 +75,11 @@ class TopologyCounts:
             self.universes[signature] = found
         return found
 
-    def register(self, snapshot: Snapshot, pods: Iterable[Pod]) -> None:
-        """Create every group any pod's constraints mention, and the hard spread rules."""
-        seen_rules: set[tuple[int, TopologySpreadConstraint, frozenset[str]]] = set()
-        for pod in pods:
+    def register(self, snapshot: Snapshot, bound: Iterable[Pod], pending: Iterable[Pod]) -> None:
+        """Create every group any pod's constraints mention, and the hard spread rules of the pending
+        pods (a bound pod's constraints were checked when it was scheduled)."""
+        pending = list(pending)
+        for pod in [*bound, *pending]:
             for term in (*pod.affinity, *pod.anti_affinity):
                 self.group_id(term_group(term))
             for weighted in (*pod.preferred_affinity, *pod.preferred_anti_affinity):
@@ -68,12 +87,19 @@ class TopologyCounts:
             for term in pod.anti_affinity:
                 self.anti_owners.setdefault(self.group_id(term_group(term)), {})
             for constraint in pod.spread:
-                gid = self.group_id(spread_group(pod, constraint))
+                self.group_id(spread_group(pod, constraint))
+        for pod in pending:
+            carried = []
+            for constraint in pod.spread:
                 if constraint.when_unsatisfiable == "DoNotSchedule":
-                    rule_key = (gid, constraint, self.universe(snapshot, pod, constraint))
-                    if rule_key not in seen_rules:
-                        seen_rules.add(rule_key)
-                        self.rules.append(SpreadRule(*rule_key))
+                    gid = self.index[spread_group(pod, constraint)]
+                    rule = SpreadRule(gid, constraint, self.universe(snapshot, pod, constraint))
+                    if rule not in self.rule_index:
+                        self.rule_index[rule] = len(self.rules)
+                        self.rules.append(rule)
+                        self.carriers.append({})
+                    carried.append(self.rule_index[rule])
+            self.carried[pod.key] = tuple(carried)
 
     def selecting(self, pod: Pod) -> tuple[int, ...]:
         """Ids of the groups that count this pod."""
@@ -84,19 +110,35 @@ class TopologyCounts:
         return found
 
     def relevant_keys(self, pod: Pod) -> set[str]:
-        """Topology keys whose domain must be known once this pod is placed."""
-        keys = {self.groups[i].key for i in self.selecting(pod)}
+        """Topology keys whose domain must be known once this pod is placed, and the keys that decide
+        whether a spread group counts it there."""
+        keys = set()
+        for i in self.selecting(pod):
+            group = self.groups[i]
+            keys.add(group.key)
+            if group.nodes is not None:
+                keys |= group.nodes.keys()
         keys.update(t.topology_key for t in (*pod.affinity, *pod.anti_affinity))
         keys.update(w.term.topology_key for w in (*pod.preferred_affinity, *pod.preferred_anti_affinity))
         keys.update(c.topology_key for c in pod.spread)
         return keys
 
-    def record(self, pod: Pod, domain: Callable[[str], str | None], sign: int = 1) -> None:
+    def record(
+        self, pod: Pod, domain: Callable[[str], str | None], taints: Iterable[Taint], sign: int = 1
+    ) -> None:
+        """Count the pod where it lands (`sign` -1 takes it back); `domain` gives the node's labels."""
+        taints = tuple(taints)
         for gid in self.selecting(pod):
-            value = domain(self.groups[gid].key)
-            if value is not None:
+            group = self.groups[gid]
+            value = domain(group.key)
+            if value is not None and (group.nodes is None or group.nodes.admits(domain, taints)):
                 self.counts[gid][value] = self.counts[gid].get(value, 0) + sign
                 self.totals[gid] += sign
+        for rule_id in self.carried.get(pod.key, ()):
+            value = domain(self.rules[rule_id].constraint.topology_key)
+            if value is not None:
+                here = self.carriers[rule_id]
+                here[value] = here.get(value, 0) + sign
         for term in pod.anti_affinity:
             gid = self.index[term_group(term)]
             value = domain(term.topology_key)
@@ -105,8 +147,12 @@ class TopologyCounts:
                 owners[value] = owners.get(value, 0) + sign
 
     def rule_allows(self, rule: SpreadRule, domain: str | None, self_match: int) -> bool:
+        """Whether a pod landing in `domain` keeps the rule there (`self_match`: whether it counts)."""
         if domain is None:
             return False
         counts = self.counts[rule.group]
         floor = min_count(rule.constraint, rule.universe, counts)
         return counts.get(domain, 0) + self_match - floor <= rule.constraint.max_skew
+
+    def carriers_there(self, rule_id: int, domain: str) -> bool:
+        return self.carriers[rule_id].get(domain, 0) > 0

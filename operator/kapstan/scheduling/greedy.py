@@ -11,8 +11,9 @@ hash-order iteration, ties broken by name.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from kapstan.scheduling import requirements as reqs
 from kapstan.scheduling import resources as res
@@ -98,7 +99,8 @@ class Checks:
     prefer: bool
     """Whether PreferNoSchedule taints still count."""
     spread: list[tuple[TopologySpreadConstraint, int, frozenset[str], int]]
-    rules: list[SpreadRule]
+    rules: list[int]
+    """Ids of the hard spread rules whose group counts this pod."""
     affinity: list[tuple[int, str, bool]]
     anti: list[tuple[int, str]]
     symmetric_anti: list[tuple[int, str]]
@@ -121,12 +123,12 @@ class Scheduler:
         self.claims: list[Claim] = []
         self.next_index = 0
         self.topology = TopologyCounts()
-        self.topology.register(snapshot, [*(p for n in snapshot.nodes for p in n.pods), *snapshot.pods])
+        self.topology.register(snapshot, (p for n in snapshot.nodes for p in n.pods), snapshot.pods)
         for target in self.existing:
             for pod in target.node.pods:
-                self.topology.record(pod, target.domain)
+                self.topology.record(pod, target.domain, target.node.taints)
         self.placed_prefs: dict[str, Preferences] = {}
-        self._rules: dict[str, list[SpreadRule]] = {}
+        self._rules: dict[str, list[int]] = {}
 
     # -- checks -----------------------------------------------------------------------------------------
 
@@ -140,7 +142,7 @@ class Scheduler:
         rules = self._rules.get(pod.key)
         if rules is None:
             selecting = set(topo.selecting(pod))
-            rules = [rule for rule in topo.rules if rule.group in selecting]
+            rules = [i for i, rule in enumerate(topo.rules) if rule.group in selecting]
             self._rules[pod.key] = rules
         affinity = []
         for term in prefs.affinity():
@@ -169,13 +171,15 @@ class Scheduler:
             rule = SpreadRule(gid, constraint, universe)
             if not topo.rule_allows(rule, value, self_match):
                 return f"topology spread on {key} (maxSkew {constraint.max_skew}) would be exceeded"
-        for rule in checks.rules:
+        for rule_id in checks.rules:
+            rule = topo.rules[rule_id]
             if (
                 rule.constraint.topology_key == key
                 and value is not None
+                and topo.carriers_there(rule_id, value)
                 and not topo.rule_allows(rule, value, 1)
             ):
-                return f"topology spread on {key} of the pods it belongs with would be exceeded"
+                return f"topology spread on {key} of the pods already there would be exceeded"
         for gid, term_key, self_selected in checks.affinity:
             if term_key != key:
                 continue
@@ -228,7 +232,7 @@ class Scheduler:
         target.used = res.add(target.used, pod.requests)
         target.ports.extend(pod.host_ports)
         target.placed.append(pod.key)
-        self.topology.record(pod, target.domain)
+        self.topology.record(pod, target.domain, target.node.taints)
 
     def try_claim(self, claim: Claim, checks: Checks, keep_flavor: bool = False) -> str | None:
         """Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor);
@@ -301,15 +305,36 @@ class Scheduler:
         claim.used = res.add(claim.used, pod.requests)
         claim.pods.append(pod)
         claim.ports.extend(pod.host_ports)
-        self.topology.record(pod, claim.domain)
+        self.topology.record(pod, claim.domain, claim.view.pool.taints)
         return None
 
     def settle_domains(
         self, claim: Claim, checks: Checks, merged: dict[str, reqs.Requirement], flavors: list[Flavor]
     ) -> list[Flavor] | str:
         """Pick the claim's domain for every topology key the pod is part of, pinning it in `merged` so
-        that the pod is counted where it lands; returns the flavors left, or why none is."""
-        for key in checks.keys:
+        that the pod is counted where it lands; returns the flavors left, or why none is (the reason met
+        along the best choices). A choice that leaves a later key no passing domain (spot offered in
+        one zone only, with a zone and a capacity-type spread) gives way to the next best one, up to
+        SETTLE_TRIES choices in all, so that the search stays bounded on keys with many values."""
+        tries = [SETTLE_TRIES]
+        settled = self._settle_from(claim, checks, 0, merged, flavors, tries)
+        if isinstance(settled, str):
+            return settled
+        pinned, flavors = settled
+        merged.update(pinned)
+        return flavors
+
+    def _settle_from(
+        self,
+        claim: Claim,
+        checks: Checks,
+        start: int,
+        merged: dict[str, reqs.Requirement],
+        flavors: list[Flavor],
+        tries: list[int],
+    ) -> tuple[dict[str, reqs.Requirement], list[Flavor]] | str:
+        for at in range(start, len(checks.keys)):
+            key = checks.keys[at]
             options = claim.domain_options(key, flavors, merged)
             passing = [v for v in options if self.domain_problem(checks, key, v) is None]
             if not passing:
@@ -317,37 +342,55 @@ class Scheduler:
                 return self.domain_problem(checks, key, first) or f"no domain for {key}"
             if key == HOSTNAME or passing == [None] or _pinned(merged, key):
                 continue
-            value = self.best_domain(checks, key, passing, flavors, merged)
-            reqs.add(merged, reqs.Requirement.exactly(key, value))
-            flavors = [f for f in flavors if f.compatible(merged)]
-            if not flavors:
-                return f"no flavor is offered with {key}={value}"
-        return flavors
+            values = [v for v in passing if v is not None]
+            best = self.best_domain(checks, key, values, flavors, merged)
+            first_failure: str | None = None
+            for value in chain((best,), self.ranked_domains(checks, key, values, flavors, merged, best)):
+                tries[0] -= 1
+                narrowed = dict(merged)
+                reqs.add(narrowed, reqs.Requirement.exactly(key, value))
+                left = [f for f in flavors if f.compatible(narrowed)]
+                if left:
+                    outcome = self._settle_from(claim, checks, at + 1, narrowed, left, tries)
+                else:
+                    outcome = f"no flavor is offered with {key}={value}"
+                if not isinstance(outcome, str):
+                    return outcome
+                first_failure = first_failure or outcome
+                if tries[0] <= 0:
+                    break
+            assert first_failure is not None
+            return first_failure
+        return merged, flavors
+
+    def domain_score(
+        self, checks: Checks, key: str, value: str, flavors: list[Flavor], merged: reqs.Requirements
+    ) -> tuple[int, float, str]:
+        """Least crowded for the pod's own spread constraints, then cheapest, then by name."""
+        crowd = sum(
+            self.topology.counts[gid].get(value, 0) for c, gid, _, _ in checks.spread if c.topology_key == key
+        )
+        pinned = reqs.intersect(merged, {key: reqs.Requirement.exactly(key, value)})
+        price = min((f.price(pinned) for f in flavors if f.compatible(pinned)), default=float("inf"))
+        return (crowd, price, value)
 
     def best_domain(
+        self, checks: Checks, key: str, values: list[str], flavors: list[Flavor], merged: reqs.Requirements
+    ) -> str:
+        return min(values, key=lambda v: self.domain_score(checks, key, v, flavors, merged))
+
+    def ranked_domains(
         self,
         checks: Checks,
         key: str,
-        passing: list[str | None],
+        values: list[str],
         flavors: list[Flavor],
         merged: reqs.Requirements,
-    ) -> str:
-        """Least crowded for the pod's own spread constraints, then cheapest, then by name."""
-
-        def score(value: str | None) -> tuple[int, float, str]:
-            assert value is not None
-            crowd = sum(
-                self.topology.counts[gid].get(value, 0)
-                for c, gid, _, _ in checks.spread
-                if c.topology_key == key
-            )
-            pinned = reqs.intersect(merged, {key: reqs.Requirement.exactly(key, value)})
-            price = min((f.price(pinned) for f in flavors if f.compatible(pinned)), default=float("inf"))
-            return (crowd, price, value)
-
-        best = min(passing, key=score)
-        assert best is not None
-        return best
+        best: str,
+    ) -> Iterator[str]:
+        """The values after `best`, best first; worked out only when `best` has failed."""
+        rest = (v for v in values if v != best)
+        yield from sorted(rest, key=lambda v: self.domain_score(checks, key, v, flavors, merged))
 
     def open_claim(self, view: PoolView, checks: Checks, restrict: str | None = None) -> Claim | str:
         pod = checks.pod
@@ -481,6 +524,10 @@ class Scheduler:
             pods=tuple(p.key for p in claim.pods),
             labels=dict(sorted(labels.items())),
         )
+
+
+SETTLE_TRIES = 32
+"""How many domain choices one placement may try across its topology keys."""
 
 
 def _pinned(requirements: reqs.Requirements, key: str) -> bool:

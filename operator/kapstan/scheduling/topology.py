@@ -1,14 +1,15 @@
 """Topology definitions shared by the solver and the validator: selector groups and spread domains.
 
 A *group* is "the pods this selector picks, counted per value of this topology key". Spread constraints,
-pod affinity and pod anti-affinity all reduce to counts per group and domain. What a constraint's domain
+pod affinity and pod anti-affinity all reduce to counts per group and domain. A spread group also names
+the nodes it counts on (kube-scheduler's node inclusion policies, `NodeFilter`). What a constraint's domain
 universe is (which zones a spread constraint balances across) is a definition, not an algorithm, so both
 the solver and the validator take it from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kapstan.scheduling import requirements as reqs
@@ -28,12 +29,35 @@ from kapstan.scheduling.model import (
 
 
 @dataclass(frozen=True)
+class NodeFilter:
+    """The nodes whose pods a spread constraint counts for its pod, as kube-scheduler's PreFilter picks
+    them: nodes that carry every topology key of the pod's constraints of the same kind, that match the
+    pod's nodeSelector and required node affinity (nodeAffinityPolicy Honor) and whose NoSchedule and
+    NoExecute taints it tolerates (nodeTaintsPolicy Honor)."""
+
+    alternatives: tuple[tuple[reqs.Requirement, ...], ...]
+    """ORed; the requirements of each are ANDed, sorted by key."""
+    tolerations: tuple[Toleration, ...] | None
+    """None: taints are ignored."""
+
+    def keys(self) -> set[str]:
+        return {req.key for alt in self.alternatives for req in alt}
+
+    def admits(self, label: Callable[[str], str | None], taints: Iterable[Taint]) -> bool:
+        if self.tolerations is not None and untolerated(self.tolerations, taints, prefer=False):
+            return False
+        return any(all(req.allows(label(req.key)) for req in alt) for alt in self.alternatives)
+
+
+@dataclass(frozen=True)
 class Group:
-    """Pods picked by `selector` in `namespaces` (None: every namespace), counted per `key` value."""
+    """Pods picked by `selector` in `namespaces` (None: every namespace), counted per `key` value on the
+    nodes `nodes` admits (None: every node)."""
 
     key: str
     namespaces: frozenset[str] | None
     selector: LabelSelector
+    nodes: NodeFilter | None = None
 
     def selects(self, pod: Pod) -> bool:
         if self.namespaces is not None and pod.namespace not in self.namespaces:
@@ -46,8 +70,34 @@ def term_group(term: PodAffinityTerm) -> Group:
     return Group(term.topology_key, namespaces, term.selector)
 
 
+def spread_filter(pod: Pod, constraint: TopologySpreadConstraint) -> NodeFilter | None:
+    """The nodes the constraint counts on for this pod; None when that is every node with its key."""
+    other_keys = sorted(
+        {
+            c.topology_key
+            for c in pod.spread
+            if c.when_unsatisfiable == constraint.when_unsatisfiable
+            and c.topology_key != constraint.topology_key
+        }
+    )
+    present = {key: reqs.Requirement(key, True, frozenset(), False) for key in other_keys}
+    honored = node_requirements(pod) if constraint.node_affinity_policy == "Honor" else [{}]
+    alternatives = tuple(
+        tuple(req for _, req in sorted(reqs.intersect(alt, present).items())) for alt in honored
+    )
+    tolerations = pod.tolerations if constraint.node_taints_policy == "Honor" else None
+    if tolerations is None and alternatives == ((),):
+        return None
+    return NodeFilter(alternatives, tolerations)
+
+
 def spread_group(pod: Pod, constraint: TopologySpreadConstraint) -> Group:
-    return Group(constraint.topology_key, frozenset({pod.namespace}), constraint.selector)
+    return Group(
+        constraint.topology_key,
+        frozenset({pod.namespace}),
+        constraint.selector,
+        spread_filter(pod, constraint),
+    )
 
 
 def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
@@ -104,8 +154,14 @@ def flavor_domain_values(snapshot: Snapshot, pod: Pod, key: str, *, honor_taints
                         ZONE: offering.zone,
                         CAPACITY_TYPE: offering.capacity_type,
                     }
-                    if _possible(combined, labels) and key in labels:
+                    if not _possible(combined, labels):
+                        continue
+                    if key in labels:
                         values.add(labels[key])
+                    elif key in combined and not combined[key].complement:
+                        # A key only the requirements define: Karpenter gives the node one of the
+                        # allowed values, so each is a domain.
+                        values |= {v for v in combined[key].values if combined[key].has(v)}
     return values
 
 
@@ -122,19 +178,19 @@ def _possible(combined: Mapping[str, reqs.Requirement], labels: Mapping[str, str
 
 
 def spread_universe(snapshot: Snapshot, pod: Pod, constraint: TopologySpreadConstraint) -> frozenset[str]:
-    """The domains a spread constraint balances across: values of its key on existing nodes and on any new
-    node the pod could get, honouring the node affinity and taint policies. Hostname has no finite
-    universe (a new node is always an empty domain), so callers treat its minimum as zero."""
+    """The domains a spread constraint balances across: values of its key on the existing nodes it counts
+    on (`spread_filter`) and on any new node the pod could get, honouring the node affinity and taint
+    policies. Hostname has no finite universe (a new node is always an empty domain), so callers treat
+    its minimum as zero."""
     key = constraint.topology_key
     honor_affinity = constraint.node_affinity_policy == "Honor"
     honor_taints = constraint.node_taints_policy == "Honor"
+    nodes = spread_filter(pod, constraint)
     values: set[str] = set()
     for node in snapshot.nodes:
         if key not in node.labels:
             continue
-        if honor_affinity and not matches_node(pod, node.labels):
-            continue
-        if honor_taints and untolerated(pod.tolerations, node.taints, prefer=False):
+        if nodes is not None and not nodes.admits(node.labels.get, node.taints):
             continue
         values.add(node.labels[key])
     probe = pod if honor_affinity else Pod(pod.namespace, pod.name, pod.requests, tolerations=pod.tolerations)

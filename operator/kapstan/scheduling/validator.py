@@ -207,13 +207,13 @@ def _check_topology(snapshot: Snapshot, hosts: list[_Host], violations: list[str
     cache: dict[tuple[Group, str], dict[str, int]] = {}
 
     def counts(group: Group, key: str) -> dict[str, int]:
-        """Pods the group selects, per value of `key`, in the final state."""
+        """Pods the group selects, per value of `key`, on the nodes it counts on, in the final state."""
         found = cache.get((group, key))
         if found is None:
             found = {}
             for pod, host in located:
                 value = host.labels.get(key)
-                if value is not None and group.selects(pod):
+                if value is not None and group.selects(pod) and _counts_on(group, host):
                     found[value] = found.get(value, 0) + 1
             cache[(group, key)] = found
         return found
@@ -253,11 +253,16 @@ def _check_topology(snapshot: Snapshot, hosts: list[_Host], violations: list[str
                     violations.append(f"{pod.key} on {host.name}: excluded by anti-affinity of {owner.key}")
             for constraint in pod.spread:
                 if constraint.when_unsatisfiable == "DoNotSchedule":
-                    _check_spread(snapshot, pod, host, constraint, counts, violations)
+                    _check_spread(snapshot, hosts, pod, host, constraint, counts, violations)
+
+
+def _counts_on(group: Group, host: _Host) -> bool:
+    return group.nodes is None or group.nodes.admits(host.labels.get, host.taints)
 
 
 def _check_spread(
     snapshot: Snapshot,
+    hosts: list[_Host],
     pod: Pod,
     host: _Host,
     constraint: TopologySpreadConstraint,
@@ -269,8 +274,15 @@ def _check_spread(
     if domain is None:
         violations.append(f"{pod.key} on {host.name}: node has no {key} label for topology spread")
         return
-    per_domain = counts(spread_group(pod, constraint), key)
-    universe = spread_universe(snapshot, pod, constraint) if key != HOSTNAME else frozenset()
+    group = spread_group(pod, constraint)
+    per_domain = counts(group, key)
+    # kube-scheduler's domains are those of the nodes the constraint counts on; Karpenter adds the
+    # domains a new node could have (spread_universe), so an empty zone holds the minimum at zero.
+    universe: frozenset[str] = frozenset()
+    if key != HOSTNAME:
+        universe = spread_universe(snapshot, pod, constraint) | {
+            h.labels[key] for h in hosts if key in h.labels and _counts_on(group, h)
+        }
     skew = per_domain.get(domain, 0) - min_count(constraint, universe, per_domain)
     if skew > constraint.max_skew:
         violations.append(

@@ -1,14 +1,16 @@
 //! Live topology counts (twin of `counts.py`): pods per group and domain, owners of anti-affinity terms,
-//! and the hard spread rules. Pods are ids into the solver's pod arena.
+//! and the hard spread rules with where their carriers are. A spread constraint binds the pods that
+//! carry it; a pod it counts may not join a domain holding one of its carriers past maxSkew there,
+//! so the plan still holds it once every pod has landed. Pods are ids into the solver's pod arena.
 
 use std::collections::BTreeSet;
 
 use std::rc::Rc;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
-use super::model::{Pod, Snapshot, TopologySpreadConstraint, HOSTNAME};
-use super::topology::{min_count, spread_group, spread_universe, term_group, Group};
+use super::model::{Pod, Snapshot, Taint, TopologySpreadConstraint, HOSTNAME};
+use super::topology::{min_count, spread_filter, spread_group, spread_universe, term_group, Group};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SpreadRule {
@@ -26,6 +28,11 @@ pub struct TopologyCounts {
     /// Group of a required anti-affinity term -> domain -> owners there.
     pub anti_owners: HashMap<usize, HashMap<String, i64>>,
     pub rules: Vec<SpreadRule>,
+    rule_index: HashMap<SpreadRule, usize>,
+    /// Per rule, domain -> placed pods carrying it there.
+    carriers: Vec<HashMap<String, i64>>,
+    /// Pending pod (arena id) -> the rules it carries.
+    carried: HashMap<usize, Vec<usize>>,
     /// Hostname group -> number of planned claims holding at least one of its pods.
     pub claims_holding: HashMap<usize, i64>,
     universes: HashMap<String, BTreeSet<String>>,
@@ -61,7 +68,7 @@ impl TopologyCounts {
         selector.sort();
         let honor_taints = constraint.node_taints_policy == "Honor";
         let signature = format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
             constraint.topology_key,
             constraint.node_affinity_policy,
             constraint.node_taints_policy,
@@ -72,6 +79,7 @@ impl TopologyCounts {
             } else {
                 &[]
             },
+            spread_filter(pod, constraint),
         );
         if let Some(found) = self.universes.get(&signature) {
             return found.clone();
@@ -81,8 +89,10 @@ impl TopologyCounts {
         found
     }
 
-    pub fn register<'a>(&mut self, snapshot: &Snapshot, pods: impl Iterator<Item = &'a Pod>) {
-        let mut seen: HashSet<SpreadRule> = HashSet::default();
+    /// Create every group any pod's constraints mention, and the hard spread rules of the pending pods
+    /// (`pods` in arena order, the pending ones from `first_pending`; a bound pod's constraints were
+    /// checked when it was scheduled).
+    pub fn register(&mut self, snapshot: &Snapshot, pods: &[Pod], first_pending: usize) {
         for pod in pods {
             for term in pod.affinity.iter().chain(&pod.anti_affinity) {
                 self.group_id(term_group(term));
@@ -99,19 +109,33 @@ impl TopologyCounts {
                 self.anti_owners.entry(id).or_default();
             }
             for constraint in &pod.spread {
-                let id = self.group_id(spread_group(pod, constraint));
-                if constraint.when_unsatisfiable == "DoNotSchedule" {
-                    let universe = self.universe(snapshot, pod, constraint);
-                    let rule = SpreadRule {
-                        group: id,
-                        constraint: constraint.clone(),
-                        universe,
-                    };
-                    if seen.insert(rule.clone()) {
-                        self.rules.push(rule);
-                    }
-                }
+                self.group_id(spread_group(pod, constraint));
             }
+        }
+        for (id, pod) in pods.iter().enumerate().skip(first_pending) {
+            let mut carried = Vec::new();
+            for constraint in &pod.spread {
+                if constraint.when_unsatisfiable != "DoNotSchedule" {
+                    continue;
+                }
+                let rule = SpreadRule {
+                    group: self.index[&spread_group(pod, constraint)],
+                    constraint: constraint.clone(),
+                    universe: self.universe(snapshot, pod, constraint),
+                };
+                let at = match self.rule_index.get(&rule) {
+                    Some(&at) => at,
+                    None => {
+                        let at = self.rules.len();
+                        self.rule_index.insert(rule.clone(), at);
+                        self.rules.push(rule);
+                        self.carriers.push(HashMap::default());
+                        at
+                    }
+                };
+                carried.push(at);
+            }
+            self.carried.insert(id, carried);
         }
     }
 
@@ -149,12 +173,17 @@ impl TopologyCounts {
             .unwrap_or(&[])
     }
 
+    /// Topology keys whose domain must be known once this pod is placed, and the keys that decide
+    /// whether a spread group counts it there.
     pub fn relevant_keys(&mut self, id: usize, pod: &Pod) -> Vec<String> {
-        let mut keys: BTreeSet<String> = self
-            .selecting(id, pod)
-            .iter()
-            .map(|&g| self.groups[g].key.clone())
-            .collect();
+        let mut keys: BTreeSet<String> = BTreeSet::new();
+        for &g in self.selecting(id, pod).iter() {
+            let group = &self.groups[g];
+            keys.insert(group.key.clone());
+            if let Some(nodes) = &group.nodes {
+                keys.extend(nodes.keys().cloned());
+            }
+        }
         for t in pod.affinity.iter().chain(&pod.anti_affinity) {
             keys.insert(t.topology_key.clone());
         }
@@ -171,18 +200,27 @@ impl TopologyCounts {
         keys.into_iter().collect()
     }
 
-    /// Count the pod where it lands (`sign` -1 takes it back). `on_claim`: it lands on a planned claim,
-    /// whose hostname is a domain of its own, tracked in `claims_holding`.
+    /// Count the pod where it lands (`sign` -1 takes it back); `domain` gives the node's labels.
+    /// `on_claim`: it lands on a planned claim, whose hostname is a domain of its own, tracked in
+    /// `claims_holding`.
     pub fn record(
         &mut self,
         id: usize,
         pod: &Pod,
         domain: &dyn Fn(&str) -> Option<String>,
+        taints: &[Taint],
         sign: i64,
         on_claim: bool,
     ) {
         for &g in self.selecting(id, pod).iter() {
-            if let Some(value) = domain(&self.groups[g].key) {
+            let group = &self.groups[g];
+            let value = domain(&group.key).filter(|_| {
+                group
+                    .nodes
+                    .as_ref()
+                    .is_none_or(|nodes| nodes.admits(domain, taints))
+            });
+            if let Some(value) = value {
                 let count = self.counts[g].entry(value).or_insert(0);
                 let before = *count;
                 *count += sign;
@@ -190,6 +228,13 @@ impl TopologyCounts {
                 self.totals[g] += sign;
                 if on_claim && self.groups[g].key == HOSTNAME && (before == 0) != (after == 0) {
                     *self.claims_holding.entry(g).or_insert(0) += if after > 0 { 1 } else { -1 };
+                }
+            }
+        }
+        if let Some(carried) = self.carried.get(&id) {
+            for &rule in carried {
+                if let Some(value) = domain(&self.rules[rule].constraint.topology_key) {
+                    *self.carriers[rule].entry(value).or_insert(0) += sign;
                 }
             }
         }
@@ -206,6 +251,7 @@ impl TopologyCounts {
         }
     }
 
+    /// Whether a pod landing in `domain` keeps the rule there (`self_match`: whether it counts).
     pub fn rule_allows(&self, rule: &SpreadRule, domain: Option<&str>, self_match: i64) -> bool {
         let Some(domain) = domain else {
             return false;
@@ -213,5 +259,9 @@ impl TopologyCounts {
         let counts = &self.counts[rule.group];
         let floor = min_count(&rule.constraint, &rule.universe, counts);
         counts.get(domain).copied().unwrap_or(0) + self_match - floor <= rule.constraint.max_skew
+    }
+
+    pub fn carriers_there(&self, rule: usize, domain: &str) -> bool {
+        self.carriers[rule].get(domain).copied().unwrap_or(0) > 0
     }
 }

@@ -23,6 +23,9 @@ use super::targets::{
 };
 use super::topology::{min_count, spread_group, term_group, untolerated};
 
+/// How many domain choices one placement may try across its topology keys (`settle_domains`).
+const SETTLE_TRIES: i64 = 32;
+
 pub struct Checks {
     pub pod: usize,
     pub requirements: Reqs,
@@ -55,7 +58,7 @@ impl std::fmt::Display for Problem<'_> {
             Problem::GroupSpread(key) => {
                 write!(
                     f,
-                    "topology spread on {key} of the pods it belongs with would be exceeded"
+                    "topology spread on {key} of the pods already there would be exceeded"
                 )
             }
             Problem::AffinityNeedsLabel(key) => {
@@ -242,7 +245,7 @@ impl<'s> Scheduler<'s> {
         let requests = pods.iter().map(|p| names.dense(&p.requests)).collect();
         let room = RoomIndex::new(names.zero().len());
         let mut topology = TopologyCounts::default();
-        topology.register(snapshot, pods.iter());
+        topology.register(snapshot, &pods, first_pending);
         let mut scheduler = Scheduler {
             snapshot,
             pods,
@@ -278,7 +281,8 @@ impl<'s> Scheduler<'s> {
             for _ in &node.pods {
                 let labels = self.existing[target].node.labels.clone();
                 let domain = move |key: &str| lookup(&labels, key).cloned();
-                self.topology.record(id, &self.pods[id], &domain, 1, false);
+                self.topology
+                    .record(id, &self.pods[id], &domain, &node.taints, 1, false);
                 id += 1;
             }
         }
@@ -377,7 +381,7 @@ impl<'s> Scheduler<'s> {
         for &r in &checks.rules {
             let rule: &SpreadRule = &topo.rules[r];
             if rule.constraint.topology_key == key
-                && value.is_some()
+                && value.is_some_and(|v| topo.carriers_there(r, v))
                 && !topo.rule_allows(rule, value, 1)
             {
                 return Some(Problem::GroupSpread(key));
@@ -470,9 +474,10 @@ impl<'s> Scheduler<'s> {
         t.ports.extend(pod.host_ports.iter().cloned());
         t.placed.push(pod_id);
         let labels = t.node.labels.clone();
+        let taints = t.node.taints.clone();
         let domain = move |key: &str| lookup(&labels, key).cloned();
         self.topology
-            .record(pod_id, &self.pods[pod_id], &domain, 1, false);
+            .record(pod_id, &self.pods[pod_id], &domain, &taints, 1, false);
     }
 
     /// `offers` is made from `merged`.
@@ -584,15 +589,35 @@ impl<'s> Scheduler<'s> {
         })
     }
 
+    /// Pick the claim's domain for every topology key the pod is part of, pinning it in `merged`; the
+    /// flavors left, or the reason met along the best choices. A choice that leaves a later key no
+    /// passing domain gives way to the next best one, up to `SETTLE_TRIES` choices in all.
     fn settle_domains(
         &self,
         claim: &Claim,
         checks: &Checks,
         merged: &mut Reqs,
-        mut flavors: FlavorList,
+        flavors: FlavorList,
     ) -> Result<FlavorList, String> {
-        for key in &checks.keys {
-            let options = claim.domain_options(key, &flavors, merged);
+        let mut tries = SETTLE_TRIES;
+        let (pinned, flavors) =
+            self.settle_from(claim, checks, 0, merged.clone(), flavors, &mut tries)?;
+        *merged = pinned;
+        Ok(flavors)
+    }
+
+    fn settle_from(
+        &self,
+        claim: &Claim,
+        checks: &Checks,
+        start: usize,
+        merged: Reqs,
+        flavors: FlavorList,
+        tries: &mut i64,
+    ) -> Result<(Reqs, FlavorList), String> {
+        for at in start..checks.keys.len() {
+            let key = checks.keys[at].as_str();
+            let options = claim.domain_options(key, &flavors, &merged);
             let passing: Vec<&Option<String>> = options
                 .iter()
                 .filter(|v| self.domain_problem(checks, key, v.as_deref()).is_none())
@@ -609,20 +634,111 @@ impl<'s> Scheduler<'s> {
                 continue;
             }
             let candidates: Vec<&str> = passing.iter().filter_map(|v| v.as_deref()).collect();
-            let value = self.best_domain(checks, key, &candidates, &flavors, merged);
-            merged.add(Requirement::exactly(key, &value));
-            // Every flavor here was compatible before `key` narrowed (evaluate filters them when a
-            // key is open), so only `key` can turn one away now.
-            let mask = flavors
-                .first()
-                .map(|f| f.table.mask(merged))
-                .unwrap_or_default();
-            flavors = flavors.filtered(|f| f.compatible_narrowed(key, merged, &mask));
-            if flavors.is_empty() {
-                return Err(format!("no flavor is offered with {key}={value}"));
+            let best = self.best_domain(checks, key, &candidates, &flavors, &merged);
+            let mut rest: Option<Vec<String>> = None;
+            let mut next = 0;
+            let mut value = best.clone();
+            let mut first_failure: Option<String> = None;
+            loop {
+                *tries -= 1;
+                let mut narrowed = merged.clone();
+                narrowed.add(Requirement::exactly(key, &value));
+                // Every flavor here was compatible before `key` narrowed (evaluate filters them when
+                // a key is open), so only `key` can turn one away now.
+                let mask = flavors
+                    .first()
+                    .map(|f| f.table.mask(&narrowed))
+                    .unwrap_or_default();
+                let left = flavors.filtered(|f| f.compatible_narrowed(key, &narrowed, &mask));
+                let outcome = if left.is_empty() {
+                    Err(format!("no flavor is offered with {key}={value}"))
+                } else {
+                    self.settle_from(claim, checks, at + 1, narrowed, left, tries)
+                };
+                match outcome {
+                    Ok(settled) => return Ok(settled),
+                    Err(why) => {
+                        first_failure.get_or_insert(why);
+                    }
+                }
+                if *tries <= 0 {
+                    break;
+                }
+                let rest = rest.get_or_insert_with(|| {
+                    self.ranked_domains(checks, key, &candidates, &flavors, &merged, &best)
+                });
+                let Some(following) = rest.get(next) else {
+                    break;
+                };
+                value = following.clone();
+                next += 1;
             }
+            return Err(first_failure.expect("one choice was tried"));
         }
-        Ok(flavors)
+        Ok((merged, flavors))
+    }
+
+    /// The pod's own spread counts in `value` for `key`: the first part of a domain's rank.
+    fn crowd(&self, checks: &Checks, key: &str, value: &str) -> i64 {
+        checks
+            .spread
+            .iter()
+            .filter(|(c, ..)| c.topology_key == key)
+            .map(|(_, gid, ..)| self.topology.counts[*gid].get(value).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// The values other than `best`, best first (crowd, price, name), once `best` has failed.
+    fn ranked_domains(
+        &self,
+        checks: &Checks,
+        key: &str,
+        passing: &[&str],
+        flavors: &[Rc<Flavor>],
+        merged: &Reqs,
+        best: &str,
+    ) -> Vec<String> {
+        let mut ranked: Vec<(i64, f64, &str)> = passing
+            .iter()
+            .filter(|v| **v != best)
+            .map(|v| {
+                let price = self.domain_price(key, v, flavors, merged);
+                (self.crowd(checks, key, v), price, *v)
+            })
+            .collect();
+        ranked.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(b.2)));
+        ranked.into_iter().map(|(.., v)| v.to_string()).collect()
+    }
+
+    /// The cheapest price the flavors offer with `key` pinned to `value`.
+    fn domain_price(&self, key: &str, value: &str, flavors: &[Rc<Flavor>], merged: &Reqs) -> f64 {
+        let offering_key = OFFERING_KEYS.contains(&key);
+        let narrowed = match merged.get(key) {
+            Some(current) => current.intersect(&Requirement::exactly(key, value)),
+            None => Requirement::exactly(key, value),
+        };
+        // The pinned zone and capacity-type requirements, asked of each offering pair once.
+        let offering_reqs = Reqs(
+            OFFERING_KEYS
+                .iter()
+                .filter_map(|k| {
+                    if *k == key {
+                        Some(narrowed.clone())
+                    } else {
+                        merged.get(k).cloned()
+                    }
+                })
+                .collect(),
+        );
+        let Some(first) = flavors.first() else {
+            return f64::INFINITY;
+        };
+        let mask = first.table.mask(&offering_reqs);
+        flavors
+            .iter()
+            .filter(|f| offering_key || lookup(&f.it.labels, key).is_none_or(|v| narrowed.has(v)))
+            .map(|f| f.price_masked(&mask))
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// Least crowded for the pod's own spread constraints, then cheapest, then by name. Every flavor
@@ -637,53 +753,14 @@ impl<'s> Scheduler<'s> {
         flavors: &[Rc<Flavor>],
         merged: &Reqs,
     ) -> String {
-        let crowd = |value: &str| -> i64 {
-            checks
-                .spread
-                .iter()
-                .filter(|(c, ..)| c.topology_key == key)
-                .map(|(_, gid, ..)| self.topology.counts[*gid].get(value).copied().unwrap_or(0))
-                .sum()
-        };
-        let crowds: Vec<i64> = passing.iter().map(|v| crowd(v)).collect();
+        let crowds: Vec<i64> = passing.iter().map(|v| self.crowd(checks, key, v)).collect();
         let least = *crowds.iter().min().expect("a passing value");
-        let offering_key = OFFERING_KEYS.contains(&key);
-        let price = |value: &str| -> f64 {
-            let narrowed = match merged.get(key) {
-                Some(current) => current.intersect(&Requirement::exactly(key, value)),
-                None => Requirement::exactly(key, value),
-            };
-            // The pinned zone and capacity-type requirements, asked of each offering pair once.
-            let offering_reqs = Reqs(
-                OFFERING_KEYS
-                    .iter()
-                    .filter_map(|k| {
-                        if *k == key {
-                            Some(narrowed.clone())
-                        } else {
-                            merged.get(k).cloned()
-                        }
-                    })
-                    .collect(),
-            );
-            let Some(first) = flavors.first() else {
-                return f64::INFINITY;
-            };
-            let mask = first.table.mask(&offering_reqs);
-            flavors
-                .iter()
-                .filter(|f| {
-                    offering_key || lookup(&f.it.labels, key).is_none_or(|v| narrowed.has(v))
-                })
-                .map(|f| f.price_masked(&mask))
-                .fold(f64::INFINITY, f64::min)
-        };
         let mut best: Option<(&str, f64)> = None;
         for (&value, &c) in passing.iter().zip(&crowds) {
             if c != least {
                 continue;
             }
-            let p = price(value);
+            let p = self.domain_price(key, value, flavors, merged);
             let better = match best {
                 None => true,
                 Some((b, bp)) => p < bp || (p == bp && value < b),
@@ -713,8 +790,9 @@ impl<'s> Scheduler<'s> {
         let claim = &self.claims[claim_at];
         self.room.set(claim_at, &room_left(claim));
         let domain = |key: &str| claim.domain(key);
+        let taints = &self.pools[claim.view].pool.taints;
         self.topology
-            .record(pod_id, &self.pods[pod_id], &domain, 1, true);
+            .record(pod_id, &self.pods[pod_id], &domain, taints, 1, true);
     }
 
     /// Whether the pod's hostname anti-affinity already rules out every claim (each holds a pod it

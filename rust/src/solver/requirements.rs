@@ -88,6 +88,10 @@ impl Requirement {
         Requirement::new(key, true, BTreeSet::new(), true)
     }
 
+    pub fn exists(key: &str) -> Self {
+        Requirement::new(key, true, BTreeSet::new(), false)
+    }
+
     pub fn absent(key: &str) -> Self {
         Requirement::new(key, false, BTreeSet::new(), true)
     }

@@ -1,19 +1,50 @@
-//! Topology definitions (twin of `topology.py`): selector groups, taint toleration, node matching and
-//! the domain universe of a spread constraint.
+//! Topology definitions (twin of `topology.py`): selector groups and the nodes a spread group counts
+//! on, taint toleration, node matching and the domain universe of a spread constraint.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::{
-    LabelSelector, Pod, PodAffinityTerm, Snapshot, Taint, Toleration, TopologySpreadConstraint,
-    CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
+    lookup, LabelSelector, Pod, PodAffinityTerm, Snapshot, Taint, Toleration,
+    TopologySpreadConstraint, CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
 };
-use super::requirements::Reqs;
+use super::requirements::{Reqs, Requirement};
+
+/// The nodes whose pods a spread constraint counts for its pod (kube-scheduler's PreFilter): nodes
+/// carrying every topology key of the pod's constraints of the same kind, matching its node affinity
+/// (nodeAffinityPolicy Honor) and whose NoSchedule/NoExecute taints it tolerates (nodeTaintsPolicy
+/// Honor).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NodeFilter {
+    /// ORed; the requirements of each are ANDed, sorted by key.
+    pub alternatives: Vec<Vec<Requirement>>,
+    /// None: taints are ignored.
+    pub tolerations: Option<Vec<Toleration>>,
+}
+
+impl NodeFilter {
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.alternatives.iter().flatten().map(|r| &r.key)
+    }
+
+    pub fn admits(&self, label: &dyn Fn(&str) -> Option<String>, taints: &[Taint]) -> bool {
+        if let Some(tolerations) = &self.tolerations {
+            if untolerated(tolerations, taints, false).is_some() {
+                return false;
+            }
+        }
+        self.alternatives
+            .iter()
+            .any(|alt| alt.iter().all(|r| r.allows(label(&r.key).as_deref())))
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Group {
     pub key: String,
     pub namespaces: Option<BTreeSet<String>>,
     pub selector: LabelSelector,
+    /// The nodes it counts on; None: every node.
+    pub nodes: Option<NodeFilter>,
 }
 
 impl Group {
@@ -37,7 +68,46 @@ pub fn term_group(term: &PodAffinityTerm) -> Group {
         key: term.topology_key.clone(),
         namespaces,
         selector: term.selector.clone(),
+        nodes: None,
     }
+}
+
+/// The nodes the constraint counts on for this pod; None when that is every node with its key.
+pub fn spread_filter(pod: &Pod, constraint: &TopologySpreadConstraint) -> Option<NodeFilter> {
+    let other_keys: BTreeSet<&String> = pod
+        .spread
+        .iter()
+        .filter(|c| {
+            c.when_unsatisfiable == constraint.when_unsatisfiable
+                && c.topology_key != constraint.topology_key
+        })
+        .map(|c| &c.topology_key)
+        .collect();
+    let mut present = Reqs::default();
+    for key in other_keys {
+        present.add(Requirement::exists(key));
+    }
+    let honored = if constraint.node_affinity_policy == "Honor" {
+        node_requirements(pod)
+    } else {
+        vec![Reqs::default()]
+    };
+    let alternatives: Vec<Vec<Requirement>> = honored
+        .iter()
+        .map(|alt| {
+            let mut reqs = alt.intersect(&present).0;
+            reqs.sort_by(|a, b| a.key.cmp(&b.key));
+            reqs
+        })
+        .collect();
+    let tolerations = (constraint.node_taints_policy == "Honor").then(|| pod.tolerations.clone());
+    if tolerations.is_none() && alternatives.len() == 1 && alternatives[0].is_empty() {
+        return None;
+    }
+    Some(NodeFilter {
+        alternatives,
+        tolerations,
+    })
 }
 
 pub fn spread_group(pod: &Pod, constraint: &TopologySpreadConstraint) -> Group {
@@ -45,6 +115,7 @@ pub fn spread_group(pod: &Pod, constraint: &TopologySpreadConstraint) -> Group {
         key: constraint.topology_key.clone(),
         namespaces: Some(BTreeSet::from([pod.namespace.clone()])),
         selector: constraint.selector.clone(),
+        nodes: spread_filter(pod, constraint),
     }
 }
 
@@ -125,10 +196,15 @@ pub fn flavor_domain_values(
                     labels.insert(NODEPOOL, &pool.name);
                     labels.insert(ZONE, &offering.zone);
                     labels.insert(CAPACITY_TYPE, &offering.capacity_type);
-                    if possible(&combined, &labels) {
-                        if let Some(v) = labels.get(key) {
-                            values.insert(v.to_string());
-                        }
+                    if !possible(&combined, &labels) {
+                        continue;
+                    }
+                    if let Some(v) = labels.get(key) {
+                        values.insert(v.to_string());
+                    } else if let Some(req) = combined.get(key).filter(|r| !r.complement) {
+                        // A key only the requirements define: Karpenter gives the node one of the
+                        // allowed values, so each is a domain.
+                        values.extend(req.values.iter().filter(|v| req.has(v)).cloned());
                     }
                 }
             }
@@ -145,15 +221,17 @@ pub fn spread_universe(
     let key = constraint.topology_key.as_str();
     let honor_affinity = constraint.node_affinity_policy == "Honor";
     let honor_taints = constraint.node_taints_policy == "Honor";
+    let nodes = spread_filter(pod, constraint);
     let mut values = BTreeSet::new();
     for node in &snapshot.nodes {
         let Some((_, value)) = node.labels.iter().find(|(k, _)| k == key) else {
             continue;
         };
-        if honor_affinity && !matches_node(pod, &node.labels) {
-            continue;
-        }
-        if honor_taints && untolerated(&pod.tolerations, &node.taints, false).is_some() {
+        let label = |k: &str| lookup(&node.labels, k).cloned();
+        if nodes
+            .as_ref()
+            .is_some_and(|f| !f.admits(&label, &node.taints))
+        {
             continue;
         }
         values.insert(value.clone());
