@@ -40,7 +40,6 @@ from kapstan.scheduling.model import (
 )
 
 FAKE = "fake-label"
-ITEM_3 = "issue 12 item 3: spread over a key only NodePool requirements define"
 
 
 def pods_of(
@@ -77,7 +76,6 @@ def test_hostname_and_zone_spreads_within_two_zones(engine: str) -> None:
     assert max(per_node(plan)) <= 3
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_3)
 def test_spread_over_a_key_only_pool_requirements_define(engine: str) -> None:
     """Karpenter topology_test.go "Combined Hostname and Zonal Topology": "should balance pods across NodePool
     requirements": a spot pool offers capacity.spread 2..5, an on-demand pool 1; 20 pods make 4 per value,
@@ -113,7 +111,6 @@ def test_hostname_zone_and_capacity_type_spreads_together(engine: str) -> None:
     assert max(per_node(plan)) <= 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 5: spread counting with nodeAffinityPolicy Honor")
 def test_pods_pinned_by_selector_spread_only_over_their_zone(engine: str) -> None:
     """Karpenter topology_test.go "Combined Zonal Topology and Node Affinity": "should limit spread options by
     nodeSelector": 5 pods pinned to zone 1 and 10 to zone 2 all schedule (each pod's constraint counts only
@@ -248,10 +245,7 @@ def test_node_taints_policy_on_existing_nodes(engine: str, policy: str, expected
 
 @pytest.mark.parametrize(
     ("policy", "expected"),
-    [
-        ("Ignore", [1]),
-        pytest.param("Honor", [2], marks=pytest.mark.xfail(strict=True, reason=ITEM_3)),
-    ],
+    [("Ignore", [1]), ("Honor", [2])],
 )
 def test_node_taints_policy_on_pool_domains(engine: str, policy: str, expected: list[int]) -> None:
     """Karpenter topology_test.go "NodeTaintsPolicy": "should balance pods across a label when discovered from
@@ -268,7 +262,6 @@ def test_node_taints_policy_on_pool_domains(engine: str, policy: str, expected: 
     assert sorted(per_domain(snapshot, plan_for(snapshot, engine), FAKE).values()) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_3)
 def test_node_taints_policy_with_mutually_exclusive_pools(engine: str) -> None:
     """Karpenter topology_test.go "NodeTaintsPolicy": "should balance pods across a label when mutually
     exclusive NodePools (by taints) share domains (NodeTaintsPolicy=honor)": pools {foo, bar} and {foo, baz}
