@@ -242,7 +242,8 @@ class ClusterState:
             add(self.nodes.store.objects())
             add(self.daemonsets.store.objects())
             add(self.pdbs.store.objects())
-            add(o for o in self.node_claims.store.objects() if not o["metadata"].get("deletionTimestamp"))
+            # Deleting claims too: the snapshot counts their nodes out and reschedules their pods.
+            add(self.node_claims.store.objects())
             add(
                 pod
                 for pod in self.pods.store.objects()
