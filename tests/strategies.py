@@ -90,6 +90,14 @@ def pods(draw: st.DrawFn, prefix: str, count: int) -> list[Pod]:
                 (NodeSelectorRequirement(INSTANCE_TYPE, "NotIn", ("f0-1",)),),
                 (NodeSelectorRequirement(ZONE, "In", ("z1",)),),
             )
+        if draw(st.integers(0, 5)) == 0:
+            # Template labels and requirement-only keys of some pools only (issue 12 items 1, 2).
+            fields["node_selector"] = {
+                **fields.get("node_selector", {}),  # type: ignore[dict-item]
+                **draw(
+                    st.sampled_from(({"team": "blue"}, {"tier": "silver"}, {"team": "red", "tier": "gold"}))
+                ),
+            }
         if draw(st.integers(0, 3)) == 0:
             fields["tolerations"] = (tolerate_dedicated,)
         if draw(st.integers(0, 5)) == 0:
@@ -120,6 +128,12 @@ def node_pools(draw: st.DrawFn) -> tuple[NodePool, ...]:
                     ZONE, "In", tuple(sorted(draw(st.sets(st.sampled_from(ZONES), min_size=1))))
                 ),
             )
+        if draw(st.integers(0, 3)) == 0:
+            fields["labels"] = {"team": draw(st.sampled_from(("blue", "red")))}
+        if draw(st.integers(0, 3)) == 0:
+            # A key no flavor defines: claims of this pool carry one value of it (issue 12 item 2).
+            tier = draw(st.sampled_from((("In", ("gold", "silver")), ("Exists", ()), ("NotIn", ("gold",)))))
+            fields["requirements"] = (*fields.get("requirements", ()), NodeSelectorRequirement("tier", *tier))  # type: ignore[arg-type]
         out.append(NodePool(name=f"pool{i}", **fields))  # type: ignore[arg-type]
     return tuple(out)
 
