@@ -146,14 +146,17 @@ class PoolView:
                 **pool.labels,
                 NODEPOOL: pool.name,
             }
-            if it.offerings:
-                cheapest = min(it.offerings, key=lambda o: (o.price, o.zone))
+            on_sale = [o for o in it.offerings if o.available]
+            if on_sale:
+                cheapest = min(on_sale, key=lambda o: (o.price, o.zone))
                 labels.update({ZONE: cheapest.zone, CAPACITY_TYPE: cheapest.capacity_type})
             running = daemonsets_on(daemonsets, labels, [*pool.taints, *it.taints])
             overhead = res.total(ds.pod.requests for ds in running)
             ports = tuple(port for ds in running for port in ds.pod.host_ports)
             flavor = Flavor(it, res.subtract(it.allocatable, overhead), overhead, pool_keys, ports)
-            if not flavor.compatible(base):
+            # A flavor with no available offering the pool allows can never be bought: no candidate
+            # (requirements only narrow, so every claim's flavors keep an offering).
+            if not flavor.compatible(base) or not flavor.offerings(base):
                 continue
             if res.fits({}, overhead, it.allocatable):
                 flavors.append(flavor)

@@ -402,7 +402,7 @@ impl PoolView {
             };
             let mut node_labels = merge_labels(&merge_labels(&carried, &it.labels), &pool.labels);
             set_label(&mut node_labels, NODEPOOL, &pool.name);
-            if let Some(cheapest) = it.offerings.iter().min_by(|a, b| {
+            if let Some(cheapest) = it.offerings.iter().filter(|o| o.available).min_by(|a, b| {
                 a.price
                     .total_cmp(&b.price)
                     .then_with(|| a.zone.cmp(&b.zone))
@@ -430,7 +430,9 @@ impl PoolView {
                     .flat_map(|ds| ds.pod.host_ports.iter().cloned())
                     .collect(),
             };
-            if !flavor.compatible(&base) {
+            // A flavor with no available offering the pool allows can never be bought: no candidate
+            // (requirements only narrow, so every claim's flavors keep an offering).
+            if !flavor.compatible(&base) || flavor.offerings(&base).next().is_none() {
                 continue;
             }
             if res::fits(&[], &overhead, &it.allocatable) {

@@ -184,17 +184,30 @@ def test_on_demand_price_decides_for_on_demand_pods(engine: str) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="new: a flavor whose only offering is unavailable crashes both engines "
-    "(Python: min() of an empty sequence in targets.cheapest_offering; Rust: panic 'a chosen flavor has an offering')",
-)
 def test_an_unavailable_offering_is_not_bought(engine: str) -> None:
     """Karpenter suite_test.go "NodePool requirements instance filtering": "should handle zone requirements
     that filter out all instance types": the only zone-2 offering is unavailable."""
     sold_out = (Offering("test-zone-2", ON_DEMAND, 3.0, available=False),)
     gone = replace(flavor("only", 2, 4, 3.0), offerings=sold_out)
     assert placed(plan_for(snap([pod("p")], flavors=(gone,)), engine)) == set()
+
+
+def test_a_sold_out_flavor_is_no_candidate_beside_others(engine: str) -> None:
+    """Karpenter suite_test.go "NodePool requirements instance filtering" (unavailable offerings are not
+    launched), with a flavor still on sale: the pod only the sold-out flavor could hold stays pending, the
+    small one goes on the flavor on sale, and its sold-out zone-1 offering is not the one bought."""
+    big = replace(
+        flavor("big", 8, 32, 1.0), offerings=(Offering("test-zone-1", ON_DEMAND, 1.0, available=False),)
+    )
+    small_offerings = (
+        Offering("test-zone-1", ON_DEMAND, 0.5, available=False),
+        Offering("test-zone-2", ON_DEMAND, 2.0),
+    )
+    small = replace(flavor("small", 2, 4, 2.0), offerings=small_offerings)
+    plan = plan_for(snap([pod("wide", 6), pod("narrow", 1)], flavors=(big, small)), engine)
+    assert set(plan.unschedulable) == {"default/wide"}
+    claim = claim_of(plan, "default/narrow")
+    assert (claim.instance_type, claim.zone) == ("small", "test-zone-2")
 
 
 def test_no_instance_types_left_after_pool_requirements(engine: str) -> None:
