@@ -60,6 +60,9 @@ spread_constraints = st.builds(
     st.sampled_from(TOPOLOGY_KEYS),
     st.sampled_from(("DoNotSchedule", "ScheduleAnyway")),
     selectors,
+    min_domains=st.integers(1, 3),
+    node_affinity_policy=st.sampled_from(("Honor", "Ignore")),
+    node_taints_policy=st.sampled_from(("Ignore", "Honor")),
 )
 dedicated = Taint("dedicated", "NoSchedule", "x")
 tolerate_dedicated = Toleration("dedicated", "Exists")
