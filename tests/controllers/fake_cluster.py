@@ -155,12 +155,20 @@ class FakeApi:
         self._informer(resource).store.delete(self._find(resource, name, namespace))
         return {}
 
-    # Discovery: no infrastructure templates here, capacity comes from the MDs' annotations.
+    # Discovery: no infrastructure templates here, capacity comes from the MDs' annotations; the core
+    # group serves the kinds a test keeps a store for (a price ConfigMap, say).
     async def preferred_version(self, group: str) -> str:
         raise ApiError(f"group {group} not found", status=404)
 
     async def resources(self, api_version: str) -> dict[str, Resource]:
-        raise ApiError(f"{api_version} not found", status=404)
+        served = {
+            i.resource.kind: i.resource
+            for i in self.informers.values()
+            if i.resource.api_version == api_version
+        }
+        if not served:
+            raise ApiError(f"{api_version} not found", status=404)
+        return served
 
     def writes_of(self, verb: str, plural: str) -> list[Write]:
         return [w for w in self.writes if (w.verb, w.plural) == (verb, plural)]
@@ -244,7 +252,7 @@ def world(flavors: dict[str, str] | None = None) -> World:
     article's NodePool and NodeClass, a fake provider and a fake clock."""
     clock = FakeClock()
     api = FakeApi(clock)
-    state = ClusterState(api, api, CLUSTER)  # type: ignore[arg-type]
+    state = ClusterState(api, api, CLUSTER, clock=clock)  # type: ignore[arg-type]
     api.informers = {informer.resource.plural: informer for informer in state.informers}
     made = World(clock, api, state, EventRecorder(api, clock=clock), FakeProvider())  # type: ignore[arg-type]
     made.add(article.standalone(NS, CLUSTER.name, flavors or {"md-c3-4": "c3-4"}))

@@ -27,6 +27,7 @@ from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints
 from kapstan.kube.backoff import Backoff
 from kapstan.kube.client import Client
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.leader import LeaderConfig, LeaderElector
@@ -58,23 +59,33 @@ class Options:
 
 
 class Manager:
-    def __init__(self, options: Options, workload: Client, management: Client) -> None:
+    def __init__(
+        self, options: Options, workload: Client, management: Client, *, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        """``clock`` drives every controller's waits, retries and timeouts (one clock, so a test that
+        advances a ``FakeClock`` moves all of them together)."""
         self.options = options
-        self.state = ClusterState(workload, management, options.cluster)
-        self.events = EventRecorder(workload, "kapstan")
+        self.state = ClusterState(workload, management, options.cluster, clock=clock)
+        self.events = EventRecorder(workload, "kapstan", clock=clock)
         self.provider: CloudProvider = MachineDeploymentProvider(management)
-        self.provisioner = Provisioner(self.state, self.events, engine=options.engine, window=options.batch)
-        lifecycle = Lifecycle(
-            self.state, self.provider, self.events, self.state.simulation_input, options.timeouts
+        self.provisioner = Provisioner(
+            self.state, self.events, engine=options.engine, window=options.batch, clock=clock
         )
-        terminator = Terminator(self.state, self.provider, self.events)
-        self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator)
-        self.adoption = Adoption(self.state, self.events)
-        self.disruption = Disruption(self.state, self.events, options.disruption, engine=options.engine)
+        lifecycle = Lifecycle(
+            self.state, self.provider, self.events, self.state.simulation_input, options.timeouts, clock=clock
+        )
+        terminator = Terminator(self.state, self.provider, self.events, clock=clock)
+        self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator, clock=clock)
+        self.adoption = Adoption(self.state, self.events, clock=clock)
+        self.disruption = Disruption(
+            self.state, self.events, options.disruption, engine=options.engine, clock=clock
+        )
         # Template Events are about MDs, so they belong in the management cluster.
-        self.template_taints = TemplateTaints(self.state, EventRecorder(management, "kapstan"))
-        self.nodepool_status = NodePoolStatus(self.state, self.events)
-        self.nodeclass_status = NodeClassStatus(self.state, self.events)
+        self.template_taints = TemplateTaints(
+            self.state, EventRecorder(management, "kapstan", clock=clock), clock=clock
+        )
+        self.nodepool_status = NodePoolStatus(self.state, self.events, clock=clock)
+        self.nodeclass_status = NodeClassStatus(self.state, self.events, clock=clock)
         self.state.nodes.add_handler(lambda _: metrics.NODES.set(len(self.state.nodes.store)))
 
     async def run(self) -> None:

@@ -7,6 +7,9 @@ demand through a cache instead: every provider has its own kind (discovered from
 templates are immutable by convention, so a short TTL costs nothing and a rollout to a new template is a
 new name.
 
+``simulation_input()`` keeps the catalog (what launching a NodeClaim needs) between calls and builds it
+again only when an object it is made of changed (``memo``), so a launch and its retries do not rebuild it.
+
 ``gather()`` turns the stores into the same ``Manifests`` that ``kapstan simulate`` reads from files, so
 the live operator and the simulator build their snapshots with one piece of code. An object that does not
 parse is left out and reported, not fatal: one bad MD must not stop provisioning from the others.
@@ -15,6 +18,7 @@ parse is left out and reported, not fatal: one bad MD must not stop provisioning
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -25,8 +29,10 @@ from kapstan.api.manifests import Manifests
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION, NODEPOOL
 from kapstan.capi import contract as c
 from kapstan.catalog import FlavorSource
+from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.nominations import Nominations
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.errors import ApiError
 from kapstan.kube.informer import Informer
 from kapstan.kube.kinds import (
@@ -113,10 +119,12 @@ def _finished(pod: Object) -> bool:
 class TemplateCache:
     """Infrastructure machine templates and ConfigMaps by reference, read through a TTL cache."""
 
-    def __init__(self, client: Client, ttl: float = TEMPLATE_TTL) -> None:
+    def __init__(self, client: Client, ttl: float = TEMPLATE_TTL, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._client = client
-        self._objects: TTLCache[tuple[str, str, str, str], Object | None] = TTLCache(maxsize=1024, ttl=ttl)
-        self._kinds: TTLCache[str, dict[str, Resource]] = TTLCache(maxsize=64, ttl=ttl)
+        self._objects: TTLCache[tuple[str, str, str, str], Object | None] = TTLCache(
+            maxsize=1024, ttl=ttl, timer=clock.now
+        )
+        self._kinds: TTLCache[str, dict[str, Resource]] = TTLCache(maxsize=64, ttl=ttl, timer=clock.now)
 
     async def get(self, api_group: str, kind: str, namespace: str, name: str) -> Object | None:
         key = (api_group, kind, namespace, name)
@@ -146,18 +154,22 @@ class TemplateCache:
 
 
 class ClusterState:
-    def __init__(self, workload: Client, management: Client, cluster: ClusterRef) -> None:
+    def __init__(
+        self, workload: Client, management: Client, cluster: ClusterRef, *, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.workload = workload
         self.management = management
         self.cluster = cluster
-        self.nominations = Nominations()
-        self.pods = Informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
-        self.nodes = Informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
-        self.daemonsets = Informer(workload, DAEMONSETS)
-        self.namespaces = Informer(workload, NAMESPACES)
-        self.pdbs = Informer(workload, PDBS)
-        self.node_pools = Informer(workload, NODEPOOLS)
-        self.node_claims = Informer(
+        # One clock for the informers' reconnect backoff too, the one every controller reads.
+        informer = functools.partial(Informer, clock=clock)
+        self.nominations = Nominations(clock)
+        self.pods = informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
+        self.nodes = informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
+        self.daemonsets = informer(workload, DAEMONSETS)
+        self.namespaces = informer(workload, NAMESPACES)
+        self.pdbs = informer(workload, PDBS)
+        self.node_pools = informer(workload, NODEPOOLS)
+        self.node_claims = informer(
             workload,
             NODECLAIMS,
             indexers={
@@ -165,12 +177,12 @@ class ClusterState:
                 BY_NODEPOOL: label_indexer(NODEPOOL),
             },
         )
-        self.node_classes = Informer(workload, NODECLASSES)
+        self.node_classes = informer(workload, NODECLASSES)
         mine = f"{c.CLUSTER_NAME_LABEL}={cluster.name}"
-        self.machine_deployments = Informer(
+        self.machine_deployments = informer(
             management, c.MACHINEDEPLOYMENTS, namespace=cluster.namespace, label_selector=mine
         )
-        self.machines = Informer(
+        self.machines = informer(
             management,
             c.MACHINES,
             namespace=cluster.namespace,
@@ -181,11 +193,13 @@ class ClusterState:
                 BY_DEPLOYMENT: label_indexer(c.DEPLOYMENT_NAME_LABEL),
             },
         )
-        self.clusters = Informer(management, c.CLUSTERS, namespace=cluster.namespace)
-        self.cluster_classes = Informer(management, c.CLUSTERCLASSES, namespace=cluster.namespace)
-        self.bootstrap_templates = Informer(management, c.KUBEADMCONFIGTEMPLATES, namespace=cluster.namespace)
-        self.templates = TemplateCache(management)
-        self.config_maps = TemplateCache(workload)
+        self.clusters = informer(management, c.CLUSTERS, namespace=cluster.namespace)
+        self.cluster_classes = informer(management, c.CLUSTERCLASSES, namespace=cluster.namespace)
+        self.bootstrap_templates = informer(management, c.KUBEADMCONFIGTEMPLATES, namespace=cluster.namespace)
+        self.templates = TemplateCache(management, clock=clock)
+        self.config_maps = TemplateCache(workload, clock=clock)
+        self.catalog = StoreMemo[SimulationInput](self.catalog_informers, self.unwatched_versions)
+        """The catalog ``simulation_input`` keeps between launches."""
 
     @property
     def informers(self) -> list[Informer]:
@@ -218,10 +232,39 @@ class ClusterState:
     def cluster_object(self) -> Object | None:
         return self.clusters.store.get_by_name(self.cluster.name, self.cluster.namespace)
 
+    @property
+    def catalog_informers(self) -> list[Informer]:
+        """The kinds ``gather(pods=False)`` reads, the catalog is made of."""
+        return [
+            self.node_pools,
+            self.node_classes,
+            self.clusters,
+            self.cluster_classes,
+            self.bootstrap_templates,
+            self.machine_deployments,
+        ]
+
+    @property
+    def gathered_informers(self) -> list[Informer]:
+        """The kinds ``gather()`` reads: the catalog's and the workload's."""
+        workload = [self.namespaces, self.nodes, self.daemonsets, self.pdbs, self.node_claims, self.pods]
+        return [*workload, *self.catalog_informers]
+
+    async def unwatched_versions(self) -> tuple[tuple[str, str], ...]:
+        """What ``gather`` reads through the TTL caches rather than informers, as (object, resourceVersion)."""
+        found = await self._infrastructure_templates() + await self._config_maps()
+        return tuple(
+            (f"{obj.get('kind')} {_key(obj)}", str(obj["metadata"].get("resourceVersion", "")))
+            for obj in found
+        )
+
     async def simulation_input(self) -> SimulationInput:
         """The live catalog and the instance types under the NodeClasses, without pods: what launching a
         NodeClaim needs. Flavor sources that cannot be described are left out (the provisioner reports
-        them)."""
+        them). Kept until an object it is made of changes (``memo``)."""
+        return await self.catalog.get(self._build_simulation_input)
+
+    async def _build_simulation_input(self) -> SimulationInput:
         gathered = await self.gather(pods=False)
         cluster = (self.cluster.namespace, self.cluster.name)
         return build_simulation_input(gathered.manifests, cluster, skip=lambda source, error: None)

@@ -43,6 +43,7 @@ from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import BY_NODEPOOL, ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -62,10 +63,10 @@ PRICE_TABLE_RETRY = 15.0
 class NodePoolStatus:
     """Writes ``status.resources`` and the NodeClassReady, ValidationSucceeded and Ready conditions."""
 
-    def __init__(self, state: ClusterState, events: EventRecorder) -> None:
+    def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.state = state
         self.events = events
-        self.controller = Controller("nodepool-status", self.reconcile)
+        self.controller = Controller("nodepool-status", self.reconcile, clock=clock)
         state.node_pools.add_handler(self.controller.enqueue)
         state.node_claims.add_handler(self._on_claim)
         state.node_classes.add_handler(self._on_node_class)
@@ -188,12 +189,13 @@ class NodeClassStatus:
         *,
         recheck: float = PRICE_TABLE_RECHECK,
         retry: float = PRICE_TABLE_RETRY,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.state = state
         self.events = events
         self.recheck = recheck
         self.retry = retry
-        self.controller = Controller("nodeclass-status", self.reconcile)
+        self.controller = Controller("nodeclass-status", self.reconcile, clock=clock)
         state.node_classes.add_handler(self.controller.enqueue)
         # Whether the templates carry the taint depends on all of these.
         for informer in (

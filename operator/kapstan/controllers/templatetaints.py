@@ -38,6 +38,7 @@ from kapstan.capi import contract as c
 from kapstan.catalog.annotations import is_managed
 from kapstan.controllers.state import BY_DEPLOYMENT, ClusterState
 from kapstan.kube.client import Object
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -200,12 +201,17 @@ class TemplateTaints:
     """
 
     def __init__(
-        self, state: ClusterState, events: EventRecorder, *, paused_retry: float = PAUSED_RETRY
+        self,
+        state: ClusterState,
+        events: EventRecorder,
+        *,
+        paused_retry: float = PAUSED_RETRY,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.state = state
         self.events = events
         self.paused_retry = paused_retry
-        self.controller = Controller("templatetaints", self.reconcile)
+        self.controller = Controller("templatetaints", self.reconcile, clock=clock)
         state.machine_deployments.add_handler(self.controller.enqueue)
         state.bootstrap_templates.add_handler(self._on_template)
         state.clusters.add_handler(self._on_cluster)

@@ -63,6 +63,9 @@ class Store:
         self._indexers = dict(indexers or {})
         # index name -> value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self.changes = 0
+        """How many times an object was stored or removed: the same count means the same content, so a
+        reader can keep what it built from the store until the count moves."""
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -90,6 +93,7 @@ class Store:
             self._unindex(key, old)
         self._objects[key] = obj
         self._index(key, obj)
+        self.changes += 1
         return Event("ADDED", obj) if old is None else Event("MODIFIED", obj, old)
 
     def delete(self, obj: Object) -> Event:
@@ -98,6 +102,7 @@ class Store:
         old = self._objects.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            self.changes += 1
         return Event("DELETED", old or obj, old)
 
     def replace(self, objects: Iterable[Object]) -> list[Event]:

@@ -1,7 +1,8 @@
 """Observing for disruption: the NodePools, the snapshot and, per NodeClaim kapstan owns, whether it may
 go, is drifted or is on its way out already, gathered into the ``Observed`` the methods decide on.
 
-With ``announce`` (the first look of a pass, not the re-check after the validation delay) it also keeps
+The snapshot is gathered again only when an informer it is built from changed (``memo``); everything
+else is read from the stores at every look. With ``announce`` (the first look of a pass, not the re-check after the validation delay) it also keeps
 each claim's ``Consolidatable`` condition and reports what blocks a node that would otherwise go. Pod
 events are remembered here too: ``consolidateAfter`` counts from the last pod that came or went.
 """
@@ -30,6 +31,7 @@ from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
 from kapstan.controllers.disruption.writes import node_of, tainted
+from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.pods import pod_key, reschedulable
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, ClusterState
 from kapstan.kube.client import Object
@@ -68,6 +70,9 @@ class Observer:
         self.last_pod_event: dict[str, datetime] = {}
         self.next: datetime | None = None
         """The earliest moment a candidate turns consolidatable, found by the last look."""
+        self.snapshots = StoreMemo[Snapshot | None](state.gathered_informers, state.unwatched_versions)
+        """The snapshot of the last look, kept while nothing it is made of changed: the look after the
+        validation delay, and the next pass in a quiet cluster, gather again only when something did."""
 
     def on_pod(self, event: Event) -> None:
         """Remember when a pod arrived on or left a node: ``consolidateAfter`` counts from there."""
@@ -169,6 +174,9 @@ class Observer:
                 await self.events.emit(claim, "Normal", "DisruptionBlocked", found.blocked)
 
     async def _snapshot(self) -> Snapshot | None:
+        return await self.snapshots.get(self._build_snapshot)
+
+    async def _build_snapshot(self) -> Snapshot | None:
         gathered = await self.state.gather()
         classes = {nc.name for nc in gathered.manifests.node_classes}
         # A pool without its NodeClass cannot be planned on (its status says why); leave it out.
