@@ -8,6 +8,7 @@ from builders import GI, article_flavors, make_flavor, make_node, make_nodepool,
 from kapstan.scheduling import python_engine
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
+    CORDON_TAINT,
     HOSTNAME,
     INSTANCE_TYPE,
     NODEPOOL,
@@ -20,6 +21,7 @@ from kapstan.scheduling.model import (
     Pod,
     PodAffinityTerm,
     Taint,
+    Toleration,
     TopologySpreadConstraint,
 )
 from kapstan.scheduling.validator import validate
@@ -190,3 +192,18 @@ def test_min_domains_above_the_domains_holds_the_minimum_at_zero() -> None:
         unschedulable={p.key: "spread" for p in pods[2:]},
     )
     assert validate(snap, one_each) == []
+
+
+def test_a_cordoned_node_takes_only_the_pods_that_tolerate_the_cordon() -> None:
+    tolerant = make_pod(
+        "agent", 0.5, tolerations=(Toleration(CORDON_TAINT.key, "Exists", effect="NoSchedule"),)
+    )
+    plain = make_pod("plain", 0.5)
+    node = make_node("n1", article_flavors()[1], unschedulable=True)
+    snap = snapshot([tolerant, plain], nodes=(node,))
+    both = Plan("test", (), {"n1": (tolerant.key, plain.key)}, {})
+    assert validate(snap, both) == [f"node n1 is cordoned but the plan places {plain.key} on it"]
+    assert (
+        validate(snap, replace(both, existing_nodes={"n1": (tolerant.key,)}, unschedulable={plain.key: "x"}))
+        == []
+    )

@@ -253,6 +253,10 @@ class NodePool:
     """Names of the flavors this pool may use (its NodeClass's catalog); None means every flavor."""
 
 
+CORDON_TAINT = Taint("node.kubernetes.io/unschedulable", "NoSchedule")
+"""The taint kube-scheduler checks a cordoned node's pods against (`spec.unschedulable` itself)."""
+
+
 @dataclass(frozen=True)
 class Node:
     """An existing node (or an in-flight NodeClaim that already has its flavor), with the pods bound to it."""
@@ -264,6 +268,11 @@ class Node:
     pods: tuple[Pod, ...] = ()
     node_pool: str | None = None
     unschedulable: bool = False
+
+    def cordoned_for(self, pod: Pod) -> bool:
+        """Whether the node's cordon keeps the pod off: kube-scheduler's NodeUnschedulable admits a pod
+        that tolerates the unschedulable taint (DaemonSet pods carry that toleration)."""
+        return self.unschedulable and not any(t.tolerates(CORDON_TAINT) for t in pod.tolerations)
 
 
 @dataclass(frozen=True)

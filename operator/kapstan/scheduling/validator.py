@@ -14,6 +14,7 @@ from kapstan.scheduling import requirements as reqs
 from kapstan.scheduling import resources as res
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
+    CORDON_TAINT,
     HOSTNAME,
     NODEPOOL,
     ZONE,
@@ -78,8 +79,10 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         for key in plan.existing_nodes.get(node.name, ()):
             if key in pods:
                 host.placed.append(pods[key])
-        if node.unschedulable and host.placed:
-            violations.append(f"node {node.name} is cordoned but the plan places pods on it")
+        if node.unschedulable:
+            for pod in host.placed:
+                if untolerated(pod.tolerations, [CORDON_TAINT], prefer=False) is not None:
+                    violations.append(f"node {node.name} is cordoned but the plan places {pod.key} on it")
         hosts.append(host)
     for name in plan.existing_nodes:
         if name not in nodes:

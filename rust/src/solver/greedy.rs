@@ -439,7 +439,7 @@ impl<'s> Scheduler<'s> {
 
     fn fits_existing(&self, target: &ExistingTarget, checks: &Checks) -> bool {
         let (node, pod) = (&target.node, &self.pods[checks.pod]);
-        if node.unschedulable
+        if node.cordoned_for(pod)
             || !res::dense_fits(
                 &target.used,
                 &self.requests[checks.pod],

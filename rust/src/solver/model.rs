@@ -10,6 +10,8 @@ pub const HOSTNAME: &str = "kubernetes.io/hostname";
 pub const ZONE: &str = "topology.kubernetes.io/zone";
 pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 pub const NODEPOOL: &str = "karpenter.sh/nodepool";
+/// The key of the taint kube-scheduler checks a cordoned node's pods against (NoSchedule).
+pub const CORDON_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";
 
@@ -282,6 +284,22 @@ pub struct Node {
     pub taints: Vec<Taint>,
     pub pods: Vec<Pod>,
     pub unschedulable: bool,
+}
+
+impl Node {
+    /// Whether the node's cordon keeps the pod off: kube-scheduler's NodeUnschedulable admits a pod
+    /// that tolerates the unschedulable taint (DaemonSet pods carry that toleration).
+    pub fn cordoned_for(&self, pod: &Pod) -> bool {
+        if !self.unschedulable {
+            return false;
+        }
+        let cordon = Taint {
+            key: CORDON_TAINT_KEY.to_string(),
+            effect: "NoSchedule".to_string(),
+            value: String::new(),
+        };
+        !pod.tolerations.iter().any(|t| t.tolerates(&cordon))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

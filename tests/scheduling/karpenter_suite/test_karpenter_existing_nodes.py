@@ -5,7 +5,6 @@ what is left gets new nodes."""
 
 from __future__ import annotations
 
-import pytest
 from karpenter_kit import (
     existing,
     manifest_snapshot,
@@ -84,10 +83,6 @@ def test_a_cordoned_node_is_skipped(engine: str) -> None:
     assert plan.existing_nodes.get("n1", ()) == () and len(plan.node_claims) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="new: a cordoned node is refused even to a pod that tolerates node.kubernetes.io/unschedulable:NoSchedule",
-)
 def test_a_pod_tolerating_the_unschedulable_taint_may_use_a_cordoned_node(engine: str) -> None:
     """kube-scheduler node_unschedulable_test.go: "node is unschedulable but pod tolerates the unschedulable
     taint" (what DaemonSet pods rely on)."""
