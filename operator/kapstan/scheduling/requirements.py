@@ -44,13 +44,16 @@ class Requirement:
         # Validated at parse time (core.check_values); 0 as Rust reads a value that is not a number.
         bound = parse_int64(req.values[0]) if req.values else None
         bound = bound if bound is not None else 0
+        # minValues holds for the numeric operators too: Karpenter counts the key's distinct values among
+        # the flavors left, whatever the operator.
+        floor = req.min_values
         if op == "Gt":
-            return Requirement(req.key, True, frozenset(), False, greater_than=bound)
+            return Requirement(req.key, True, frozenset(), False, greater_than=bound, min_values=floor)
         if op == "Gte":
-            return Requirement(req.key, True, frozenset(), False, greater_than=bound - 1)
+            return Requirement(req.key, True, frozenset(), False, greater_than=bound - 1, min_values=floor)
         if op == "Lt":
-            return Requirement(req.key, True, frozenset(), False, less_than=bound)
-        return Requirement(req.key, True, frozenset(), False, less_than=bound + 1)  # Lte
+            return Requirement(req.key, True, frozenset(), False, less_than=bound, min_values=floor)
+        return Requirement(req.key, True, frozenset(), False, less_than=bound + 1, min_values=floor)  # Lte
 
     @staticmethod
     def exactly(key: str, value: str) -> Requirement:

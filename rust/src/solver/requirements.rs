@@ -73,6 +73,9 @@ impl Requirement {
                     "Lt" => r.less_than = Some(bound()),
                     _ => r.less_than = Some(bound() + 1),
                 }
+                // minValues holds for the numeric operators too: Karpenter counts the key's distinct
+                // values among the flavors left, whatever the operator.
+                r.min_values = req.min_values;
                 return r;
             }
         };

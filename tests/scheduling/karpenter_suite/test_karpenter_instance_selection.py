@@ -34,7 +34,6 @@ from kapstan.scheduling.model import (
     Offering,
 )
 
-NUMERIC_MIN_VALUES = "new: minValues on a Gt/Lt/Gte/Lte requirement is dropped (Requirement.from_selector keeps it only for In, NotIn, Exists)"
 WELL_KNOWN = {"arch": ARCH, "os": OS, "zone": ZONE, "ct": CAPACITY_TYPE}
 
 
@@ -231,17 +230,9 @@ def test_conflicting_pool_requirements(engine: str) -> None:
     [
         (req(INSTANCE_TYPE, "Exists", min_values=2), True),
         (req(INTEGER, "Gt", "2", min_values=3), True),
-        pytest.param(
-            req(INTEGER, "Gt", "4", min_values=3),
-            False,
-            marks=pytest.mark.xfail(strict=True, reason=NUMERIC_MIN_VALUES),
-        ),
+        (req(INTEGER, "Gt", "4", min_values=3), False),
         (req(INTEGER, "Lt", "16", min_values=3), True),
-        pytest.param(
-            req(INTEGER, "Lt", "8", min_values=3),
-            False,
-            marks=pytest.mark.xfail(strict=True, reason=NUMERIC_MIN_VALUES),
-        ),
+        (req(INTEGER, "Lt", "8", min_values=3), False),
     ],
     ids=["instance-types", "gt-met", "gt-unmet", "lt-met", "lt-unmet"],
 )
