@@ -1,0 +1,368 @@
+//! Joining and opening claims (twin of `greedy/claims.py`): what adding a pod to a claim changes, the
+//! flavors a new claim starts from (cached per pool and pod requirements), and why a pool cannot open one.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::rc::Rc;
+
+use super::{room_left, Checks, Scheduler};
+use crate::solver::model::{HostPort, Pod, Toleration, CPU, HOSTNAME, MEMORY};
+use crate::solver::requirements::Reqs;
+use crate::solver::resources as res;
+use crate::solver::targets::{
+    most_net, Claim, Flavor, FlavorList, Offers, PoolView, OFFERING_KEYS,
+};
+use crate::solver::topology::untolerated;
+
+/// What adding a pod to a claim changes, computed before anything is mutated.
+pub struct Addition {
+    requirements: Reqs,
+    flavors: FlavorList,
+    replacing: Option<Rc<Flavor>>,
+}
+
+/// A pool's flavors for one set of pod requirements (see `Scheduler::opening`).
+pub(super) struct Opening {
+    merged: Reqs,
+    compatible: Rc<Vec<Rc<Flavor>>>,
+    /// Per flavor restriction, toleration of PreferNoSchedule, tolerations and requests: the
+    /// compatible flavors a new claim can start from and their `max_net`, or None when there is none.
+    roomy: RefCell<HashMap<StartKey, Option<Start>>>,
+}
+
+/// What decides which of an opening's flavors a new claim can start from.
+#[derive(PartialEq, Eq, Hash)]
+pub(super) struct StartKey {
+    restrict: Option<String>,
+    prefer: bool,
+    tolerations: Vec<Toleration>,
+    host_ports: Vec<HostPort>,
+    requests: Vec<i64>,
+}
+
+/// The flavors a new claim starts from and their `max_net`.
+#[derive(Clone)]
+pub(super) struct Start {
+    flavors: FlavorList,
+    max_net: Vec<i64>,
+}
+
+impl Scheduler<'_> {
+    /// Whether the pod can join the claim, and what that changes; otherwise why not.
+    pub fn evaluate(&self, claim: &Claim, checks: &Checks) -> Result<Addition, String> {
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[claim.view];
+        if let Some(taint) = untolerated(&pod.tolerations, &view.pool.taints, checks.prefer) {
+            return Err(format!("does not tolerate the NodePool's taint {taint}"));
+        }
+        let mut merged = self.merge(&claim.requirements, &checks.requirements)?;
+        if pod
+            .host_ports
+            .iter()
+            .any(|a| claim.ports.iter().any(|b| a.conflicts(b)))
+        {
+            return Err("host port already taken".into());
+        }
+        let open_keys = checks
+            .keys
+            .iter()
+            .any(|k| k != HOSTNAME && !merged.pinned(k));
+        let needs_all = open_keys
+            || merged
+                .0
+                .iter()
+                .any(|r| r.min_values.is_some_and(|m| m != 0));
+        // A claim without pods comes straight from `open_claim`, which kept only the flavors that hold
+        // the pod under these same merged requirements: filtering them again would keep them all.
+        let mut flavors: FlavorList = if needs_all && !claim.pods.is_empty() {
+            let offers = Offers::of(&merged);
+            claim
+                .flavors
+                .filtered(|f| self.holds(claim, checks, &merged, &offers, f))
+        } else {
+            claim.flavors.clone()
+        };
+        if needs_all && flavors.is_empty() {
+            return Err("no flavor has room for it".into());
+        }
+        flavors = self.settle_domains(claim, checks, &mut merged, flavors)?;
+        if OFFERING_KEYS
+            .iter()
+            .any(|k| merged.get(k) != claim.requirements.get(k))
+        {
+            flavors.sort_by_price(&merged);
+        }
+        let replacing = if claim.pods.is_empty() {
+            None
+        } else {
+            Some(claim.flavors[0].clone())
+        };
+        // `merged` may have narrowed since.
+        let offers = Offers::of(&merged);
+        let head = flavors.iter().position(|f| {
+            (needs_all || self.holds(claim, checks, &merged, &offers, f))
+                && view.within_limits(f, replacing.as_deref())
+        });
+        let Some(head) = head else {
+            if needs_all
+                || flavors
+                    .iter()
+                    .any(|f| self.holds(claim, checks, &merged, &offers, f))
+            {
+                return Err(format!("limits reached ({})", limits_text(view)));
+            }
+            return Err("no flavor has room for it".into());
+        };
+        flavors.drop_front(head);
+        for req in &merged.0 {
+            if let Some(min) = req.min_values.filter(|&m| m != 0) {
+                let distinct: BTreeSet<String> = flavors
+                    .iter()
+                    .flat_map(|f| f.label(&req.key, &merged))
+                    .collect();
+                if (distinct.len() as i64) < min {
+                    return Err(format!(
+                        "fewer than minValues {min} flavors left for {}",
+                        req.key
+                    ));
+                }
+            }
+        }
+        Ok(Addition {
+            requirements: merged,
+            flavors,
+            replacing,
+        })
+    }
+
+    fn commit(&mut self, claim_at: usize, pod_id: usize, addition: Addition) {
+        let Addition {
+            requirements,
+            flavors,
+            replacing,
+        } = addition;
+        let claim = &mut self.claims[claim_at];
+        self.pools[claim.view].charge(Some(&flavors[0]), replacing.as_deref());
+        claim.requirements = requirements;
+        // Flavors only drop out, so the bound taken when the claim opened stays an upper bound.
+        claim.flavors = flavors;
+        let pod = &self.pods[pod_id];
+        res::dense_add(&mut claim.used, &self.requests[pod_id]);
+        claim.pods.push(pod_id);
+        claim.ports.extend(pod.host_ports.iter().cloned());
+        let claim = &self.claims[claim_at];
+        self.room.set(claim_at, &room_left(claim));
+        let domain = |key: &str| claim.domain(key);
+        let taints = &self.pools[claim.view].pool.taints;
+        self.topology
+            .record(pod_id, &self.pods[pod_id], &domain, taints, 1, true);
+    }
+
+    /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).
+    pub fn try_claim(
+        &mut self,
+        claim_at: usize,
+        checks: &Checks,
+        keep_flavor: bool,
+    ) -> Result<(), String> {
+        let claim = &self.claims[claim_at];
+        if keep_flavor
+            && !res::dense_fits(
+                &claim.used,
+                &self.requests[checks.pod],
+                &claim.chosen().net_dense,
+            )
+        {
+            return Err("it would need a bigger flavor".into());
+        }
+        if !self.might_take(claim, checks) {
+            return Err("no room".into());
+        }
+        let addition = self.evaluate(claim, checks)?;
+        if keep_flavor && addition.flavors[0].name() != claim.chosen().name() {
+            return Err("it would need a bigger flavor".into());
+        }
+        self.commit(claim_at, checks.pod, addition);
+        Ok(())
+    }
+
+    /// Open a claim in the pool for the pod (held to one flavor when `restrict` names it); the claim's
+    /// position in `claims`, or why not.
+    pub fn open_claim(
+        &mut self,
+        view_at: usize,
+        checks: &Checks,
+        restrict: Option<&str>,
+    ) -> Result<usize, String> {
+        let opening = match self.opening[view_at].get(&checks.requirements) {
+            Some(found) => found.clone(),
+            None => {
+                let view = &self.pools[view_at];
+                let found = self.merge(&view.base, &checks.requirements).map(|merged| {
+                    let flavors = view
+                        .flavors
+                        .iter()
+                        .filter(|f| f.compatible(&merged))
+                        .cloned()
+                        .collect();
+                    Rc::new(Opening {
+                        merged,
+                        compatible: Rc::new(flavors),
+                        roomy: RefCell::default(),
+                    })
+                });
+                self.opening[view_at].insert(checks.requirements.clone(), found.clone());
+                found
+            }
+        };
+        let opening = opening?;
+        let pod = &self.pods[checks.pod];
+        let key = StartKey {
+            restrict: restrict.map(str::to_string),
+            prefer: checks.prefer,
+            tolerations: pod.tolerations.clone(),
+            host_ports: pod.host_ports.clone(),
+            requests: self.requests[checks.pod].clone(),
+        };
+        let cached = opening.roomy.borrow().get(&key).cloned();
+        let start = match cached {
+            Some(found) => found,
+            None => {
+                let found = self.roomy(&opening, checks, restrict);
+                opening.roomy.borrow_mut().insert(key, found.clone());
+                found
+            }
+        };
+        let Some(Start { flavors, max_net }) = start else {
+            return Err(self.opening_failure(&opening, checks, view_at, restrict));
+        };
+        let view = &self.pools[view_at];
+        let claim = Claim::new(
+            self.next_index,
+            view_at,
+            &view.pool.name,
+            view.base.clone(),
+            flavors,
+            max_net,
+        );
+        let addition = self.evaluate(&claim, checks)?;
+        self.next_index += 1;
+        self.claims.push(Box::new(claim));
+        let at = self.claims.len() - 1;
+        self.commit(at, checks.pod, addition);
+        Ok(at)
+    }
+
+    /// The compatible flavors a new claim for the pod starts from: held to `restrict`, tolerated,
+    /// with room for the pod on an empty node; with their `max_net`. None when there is none.
+    fn roomy(&self, opening: &Opening, checks: &Checks, restrict: Option<&str>) -> Option<Start> {
+        let pod = &self.pods[checks.pod];
+        let request = &self.requests[checks.pod];
+        let roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
+            restrict.is_none_or(|r| f.name() == r)
+                && untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none()
+                && f.ports_free(pod)
+                && request
+                    .iter()
+                    .zip(&f.net_dense)
+                    .all(|(r, a)| *r == 0 || r <= a)
+        });
+        if roomy.is_empty() {
+            return None;
+        }
+        let max_net = most_net(&roomy);
+        Some(Start {
+            flavors: roomy,
+            max_net,
+        })
+    }
+
+    /// Why no claim for the pod can open in the pool, when `roomy` found no flavor.
+    fn opening_failure(
+        &self,
+        opening: &Opening,
+        checks: &Checks,
+        view_at: usize,
+        restrict: Option<&str>,
+    ) -> String {
+        let (merged, compatible) = (&opening.merged, &opening.compatible);
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[view_at];
+        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
+        let tolerated =
+            |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
+        if !compatible.iter().any(|f| allowed(&f)) {
+            if view.flavors.is_empty() && !view.crowded.is_empty() {
+                return format!("its DaemonSets do not fit on {}", view.crowded.join(", "));
+            }
+            return unmatched(view, &checks.requirements, merged, restrict);
+        }
+        let flavors: Vec<Rc<Flavor>> = compatible
+            .iter()
+            .filter(allowed)
+            .filter(tolerated)
+            .cloned()
+            .collect();
+        if flavors.is_empty() {
+            return "it does not tolerate the taints of any flavor".into();
+        }
+        let flavors: Vec<Rc<Flavor>> = flavors.into_iter().filter(|f| f.ports_free(pod)).collect();
+        if flavors.is_empty() {
+            return "a DaemonSet holds its host port on every flavor".into();
+        }
+        too_big(pod, &flavors)
+    }
+}
+
+fn limits_text(view: &PoolView) -> String {
+    let mut keys: Vec<&(String, i64)> = view.remaining.iter().collect();
+    keys.sort();
+    keys.iter()
+        .map(|(key, left)| {
+            let limit = res::get(&view.pool.limits, key);
+            format!(
+                "{key} limit {}, {} left",
+                res::describe(key, limit),
+                res::describe(key, (*left).max(0))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Option<&str>) -> String {
+    let candidates: Vec<&Rc<Flavor>> = view
+        .flavors
+        .iter()
+        .filter(|f| restrict.is_none_or(|r| f.name() == r))
+        .collect();
+    for req in &pod_reqs.0 {
+        let only = Reqs(vec![merged
+            .get(&req.key)
+            .expect("merged has every pod key")
+            .clone()]);
+        if !candidates.iter().any(|f| f.compatible(&only)) {
+            return format!("no flavor matches {}", req.describe());
+        }
+    }
+    "no flavor matches all of its requirements together".into()
+}
+
+fn too_big(pod: &Pod, flavors: &[Rc<Flavor>]) -> String {
+    let mut largest = &flavors[0];
+    for f in &flavors[1..] {
+        let key = |f: &Flavor| (res::get(&f.net, CPU), res::get(&f.net, MEMORY));
+        if (key(f), f.name()) > (key(largest), largest.name()) {
+            largest = f;
+        }
+    }
+    let short = res::first_shortfall(&[], &pod.requests, &largest.net).unwrap_or(CPU);
+    format!(
+        "no flavor is big enough: it requests {short}={}, the largest flavor {} has {} allocatable after DaemonSets",
+        res::describe(short, res::get(&pod.requests, short)),
+        largest.name(),
+        res::describe(short, res::get(&largest.net, short).max(0))
+    )
+}

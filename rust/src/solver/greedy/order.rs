@@ -1,0 +1,70 @@
+//! The order the greedy pass takes pods in (twin of `greedy/order.py`).
+
+use std::collections::BTreeSet;
+
+use crate::solver::model::{Pod, CPU, MEMORY};
+use crate::solver::resources as res;
+
+/// The order the greedy pass takes pods in, as in Python: biggest first, alternating between CPU-heavy
+/// and memory-heavy pods so that the running totals keep the batch's own CPU to memory ratio; nodes
+/// filled in that order end full in both resources. Sizes are shares of the batch's totals, compared in
+/// exact integers; a batch that requests no CPU (or no memory) is sized by the other of the two alone,
+/// and one that requests neither by its other resources, largest first in name order.
+pub fn placement_sequence(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
+    let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
+    let memory_of = |id: usize| i128::from(res::get(&pods[id].requests, MEMORY));
+    let cpu: i128 = ids.iter().map(|&id| cpu_of(id)).sum();
+    let memory: i128 = ids.iter().map(|&id| memory_of(id)).sum();
+    let others: BTreeSet<&str> = if cpu != 0 || memory != 0 {
+        BTreeSet::new()
+    } else {
+        ids.iter()
+            .flat_map(|&id| pods[id].requests.iter().map(|(name, _)| name.as_str()))
+            .filter(|name| *name != CPU && *name != MEMORY)
+            .collect()
+    };
+    let size = |id: usize| {
+        let share = if cpu != 0 && memory != 0 {
+            cpu_of(id) * memory + memory_of(id) * cpu
+        } else {
+            cpu_of(id) + memory_of(id)
+        };
+        let rest: Vec<i64> = others
+            .iter()
+            .map(|name| -res::get(&pods[id].requests, name))
+            .collect();
+        let key = pods[id].key();
+        (-share, rest, crc32fast::hash(key.as_bytes()), key)
+    };
+    let (mut cpu_heavy, mut memory_heavy): (Vec<usize>, Vec<usize>) = ids
+        .iter()
+        .partition(|&&id| cpu_of(id) * memory >= memory_of(id) * cpu);
+    cpu_heavy.sort_by_cached_key(|&id| size(id));
+    memory_heavy.sort_by_cached_key(|&id| size(id));
+    let mut out = Vec::with_capacity(ids.len());
+    let (mut taken_cpu, mut taken_memory) = (0i128, 0i128);
+    let (mut i, mut j) = (0, 0);
+    while i < cpu_heavy.len() || j < memory_heavy.len() {
+        let ahead_in_cpu = taken_cpu * memory > taken_memory * cpu;
+        let id = if j < memory_heavy.len() && (i == cpu_heavy.len() || ahead_in_cpu) {
+            j += 1;
+            memory_heavy[j - 1]
+        } else {
+            i += 1;
+            cpu_heavy[i - 1]
+        };
+        out.push(id);
+        taken_cpu += cpu_of(id);
+        taken_memory += memory_of(id);
+    }
+    out
+}
+
+/// Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors.
+pub fn biggest_first(pod: &Pod) -> (i64, i64, String) {
+    (
+        -res::get(&pod.requests, CPU),
+        -res::get(&pod.requests, MEMORY),
+        pod.key(),
+    )
+}
