@@ -46,6 +46,7 @@ from kapstan.scheduling.model import (
     PreferredNodeTerm,
     Snapshot,
     Taint,
+    TaintEffect,
     Toleration,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
@@ -65,16 +66,17 @@ EPHEMERAL_TAINT_KEYS = frozenset(
 _SELECTS_NOTHING = LabelSelector(match_expressions=(LabelSelectorRequirement("", "Exists"),))
 """No label has an empty key, so this matches no pod: what a missing labelSelector means."""
 # The DaemonSet controller adds these so its pods run on nodes that are cordoned, not ready or under pressure.
+_DAEMONSET_TAINTS: tuple[tuple[str, TaintEffect], ...] = (
+    ("not-ready", "NoExecute"),
+    ("unreachable", "NoExecute"),
+    ("disk-pressure", "NoSchedule"),
+    ("memory-pressure", "NoSchedule"),
+    ("pid-pressure", "NoSchedule"),
+    ("unschedulable", "NoSchedule"),
+)
 _DAEMONSET_TOLERATIONS = tuple(
     Toleration(key=f"node.kubernetes.io/{key}", operator="Exists", effect=effect)
-    for key, effect in (
-        ("not-ready", "NoExecute"),
-        ("unreachable", "NoExecute"),
-        ("disk-pressure", "NoSchedule"),
-        ("memory-pressure", "NoSchedule"),
-        ("pid-pressure", "NoSchedule"),
-        ("unschedulable", "NoSchedule"),
-    )
+    for key, effect in _DAEMONSET_TAINTS
 )
 _HOST_NETWORK_TOLERATION = Toleration(
     key=NETWORK_UNAVAILABLE_TAINT_KEY, operator="Exists", effect="NoSchedule"

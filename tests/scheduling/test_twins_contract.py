@@ -9,7 +9,7 @@ rejected with the field's name.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 import pytest
@@ -122,4 +122,50 @@ def test_a_missing_field_is_rejected_naming_it() -> None:
     sent = orjson.loads(encode(full_snapshot()))
     del sent["node_pools"][0]["weight"]
     with pytest.raises(ValueError, match="invalid snapshot: missing field `weight`"):
+        _core.solve_json(orjson.dumps(sent))
+
+
+# The fields of each encoded object that carries an operator or an effect, to find those objects by.
+NODE_REQUIREMENT = frozenset({"key", "operator", "values", "min_values"})
+LABEL_REQUIREMENT = frozenset({"key", "operator", "values"})
+TOLERATION = frozenset({"key", "operator", "value", "effect"})
+TAINT_FIELDS = frozenset({"key", "effect", "value"})
+CHOICES = [
+    (NODE_REQUIREMENT, "operator", get_args(m.NodeOperator)),
+    (LABEL_REQUIREMENT, "operator", get_args(m.LabelOperator)),
+    (TOLERATION, "operator", get_args(m.TolerationOperator)),
+    (TOLERATION, "effect", get_args(m.TolerationEffect)),
+    (TAINT_FIELDS, "effect", get_args(m.TaintEffect)),
+]
+
+
+def _objects_with(document: Any, fields: frozenset[str]) -> list[dict[str, Any]]:
+    """Every object in the encoded snapshot whose fields are exactly `fields`."""
+    if isinstance(document, list):
+        return [found for item in document for found in _objects_with(item, fields)]
+    if not isinstance(document, dict):
+        return []
+    here = [document] if set(document) == fields else []
+    return here + [found for value in document.values() for found in _objects_with(value, fields)]
+
+
+@pytest.mark.parametrize(("fields", "name", "choices"), CHOICES)
+def test_every_operator_and_effect_python_allows_is_one_rust_reads(
+    fields: frozenset[str], name: str, choices: tuple[str, ...]
+) -> None:
+    sent = orjson.loads(encode(full_snapshot()))
+    objects = _objects_with(sent, fields)
+    assert objects
+    for choice in choices:
+        for obj in objects:
+            obj[name] = choice
+        plan = orjson.loads(_core.solve_json(orjson.dumps(sent)))
+        assert set(plan) == {"node_claims", "existing_nodes", "unschedulable"}, choice
+
+
+@pytest.mark.parametrize(("fields", "name"), [(fields, name) for fields, name, _ in CHOICES])
+def test_an_unknown_operator_or_effect_is_rejected_naming_it(fields: frozenset[str], name: str) -> None:
+    sent = orjson.loads(encode(full_snapshot()))
+    _objects_with(sent, fields)[0][name] = "Sometimes"
+    with pytest.raises(ValueError, match="invalid snapshot: unknown variant `Sometimes`"):
         _core.solve_json(orjson.dumps(sent))

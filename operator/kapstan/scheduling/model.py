@@ -51,6 +51,9 @@ NODE_OPERATORS: frozenset[str] = frozenset(
 LabelOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 LABEL_OPERATORS: frozenset[str] = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+TolerationOperator = Literal["Equal", "Exists"]
+TolerationEffect = Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"]
+"""A toleration's effect; the empty one tolerates every effect."""
 
 
 @dataclass(frozen=True)
@@ -135,9 +138,9 @@ class WeightedPodAffinityTerm:
 @dataclass(frozen=True)
 class Toleration:
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    operator: TolerationOperator = "Equal"
     value: str = ""
-    effect: str = ""  # empty matches every effect
+    effect: TolerationEffect = ""
 
     def tolerates(self, taint: Taint) -> bool:
         if self.effect and self.effect != taint.effect:

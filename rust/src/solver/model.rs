@@ -63,11 +63,33 @@ pub fn lookup<'a, V>(pairs: &'a [(String, V)], key: &str) -> Option<&'a V> {
     pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
+/// A node selector operator; an operator not listed here is an error naming it, as an unknown field is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum NodeOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+    Gte,
+    Lte,
+}
+
+/// A label selector operator (pod affinity, topology spread): no numeric comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum LabelOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSelectorRequirement {
     pub key: String,
-    pub operator: String,
+    pub operator: NodeOperator,
     pub values: Vec<String>,
     pub min_values: Option<i64>,
 }
@@ -83,7 +105,7 @@ pub struct PreferredNodeTerm {
 #[serde(deny_unknown_fields)]
 pub struct LabelSelectorRequirement {
     pub key: String,
-    pub operator: String,
+    pub operator: LabelOperator,
     pub values: Vec<String>,
 }
 
@@ -104,11 +126,11 @@ impl LabelSelector {
         }
         for expr in &self.match_expressions {
             let present = lookup(labels, &expr.key);
-            let ok = match expr.operator.as_str() {
-                "In" => present.is_some_and(|v| expr.values.contains(v)),
-                "NotIn" => !present.is_some_and(|v| expr.values.contains(v)),
-                "Exists" => present.is_some(),
-                _ => present.is_none(),
+            let ok = match expr.operator {
+                LabelOperator::In => present.is_some_and(|v| expr.values.contains(v)),
+                LabelOperator::NotIn => !present.is_some_and(|v| expr.values.contains(v)),
+                LabelOperator::Exists => present.is_some(),
+                LabelOperator::DoesNotExist => present.is_none(),
             };
             if !ok {
                 return false;
@@ -134,24 +156,65 @@ pub struct WeightedPodAffinityTerm {
     pub term: PodAffinityTerm,
 }
 
+/// What a taint does to pods that do not tolerate it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl std::fmt::Display for TaintEffect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum TolerationOperator {
+    Equal,
+    Exists,
+}
+
+/// A toleration's effect: the empty string, as in the Kubernetes API, tolerates every effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum TolerationEffect {
+    #[serde(rename = "")]
+    Any,
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TolerationEffect {
+    fn covers(self, effect: TaintEffect) -> bool {
+        match self {
+            TolerationEffect::Any => true,
+            TolerationEffect::NoSchedule => effect == TaintEffect::NoSchedule,
+            TolerationEffect::PreferNoSchedule => effect == TaintEffect::PreferNoSchedule,
+            TolerationEffect::NoExecute => effect == TaintEffect::NoExecute,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Toleration {
     pub key: String,
-    pub operator: String,
+    pub operator: TolerationOperator,
     pub value: String,
-    pub effect: String,
+    pub effect: TolerationEffect,
 }
 
 impl Toleration {
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if !self.effect.is_empty() && self.effect != taint.effect {
+        if !self.effect.covers(taint.effect) {
             return false;
         }
         if !self.key.is_empty() && self.key != taint.key {
             return false;
         }
-        if self.operator == "Exists" {
+        if self.operator == TolerationOperator::Exists {
             return true;
         }
         self.key == taint.key && self.value == taint.value
@@ -162,7 +225,7 @@ impl Toleration {
 #[serde(deny_unknown_fields)]
 pub struct Taint {
     pub key: String,
-    pub effect: String,
+    pub effect: TaintEffect,
     pub value: String,
 }
 
@@ -295,7 +358,7 @@ impl Node {
         }
         let cordon = Taint {
             key: CORDON_TAINT_KEY.to_string(),
-            effect: "NoSchedule".to_string(),
+            effect: TaintEffect::NoSchedule,
             value: String::new(),
         };
         !pod.tolerations.iter().any(|t| t.tolerates(&cordon))

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::model::{lookup, NodeSelectorRequirement};
+use super::model::{lookup, NodeOperator, NodeSelectorRequirement};
 
 /// A label value as an integer the way Kubernetes reads one for Gt/Lt (`strconv.ParseInt(v, 10, 64)`):
 /// an optional sign and ASCII digits, within i64; anything else is not a number. Twin of Python's
@@ -60,25 +60,26 @@ impl Requirement {
     pub fn from_selector(req: &NodeSelectorRequirement) -> Self {
         let values: BTreeSet<String> = req.values.iter().cloned().collect();
         let bound = || req.values.first().and_then(|v| parse_int64(v)).unwrap_or(0);
-        let mut out = match req.operator.as_str() {
-            "In" => Requirement::new(&req.key, false, values, false),
-            "NotIn" => Requirement::new(&req.key, true, values, true),
-            "Exists" => Requirement::new(&req.key, true, BTreeSet::new(), false),
-            "DoesNotExist" => return Requirement::new(&req.key, false, BTreeSet::new(), true),
-            op => {
-                let mut r = Requirement::new(&req.key, true, BTreeSet::new(), false);
-                match op {
-                    "Gt" => r.greater_than = Some(bound()),
-                    "Gte" => r.greater_than = Some(bound() - 1),
-                    "Lt" => r.less_than = Some(bound()),
-                    _ => r.less_than = Some(bound() + 1),
-                }
-                // minValues holds for the numeric operators too: Karpenter counts the key's distinct
-                // values among the flavors left, whatever the operator.
-                r.min_values = req.min_values;
-                return r;
-            }
+        // Gt/Lt keep their bound; Gte/Lte become Gt/Lt of the next integer out.
+        let numeric = |greater_than, less_than| Requirement {
+            greater_than,
+            less_than,
+            ..Requirement::new(&req.key, true, BTreeSet::new(), false)
         };
+        let mut out = match req.operator {
+            NodeOperator::In => Requirement::new(&req.key, false, values, false),
+            NodeOperator::NotIn => Requirement::new(&req.key, true, values, true),
+            NodeOperator::Exists => Requirement::new(&req.key, true, BTreeSet::new(), false),
+            NodeOperator::DoesNotExist => {
+                return Requirement::new(&req.key, false, BTreeSet::new(), true)
+            }
+            NodeOperator::Gt => numeric(Some(bound()), None),
+            NodeOperator::Gte => numeric(Some(bound() - 1), None),
+            NodeOperator::Lt => numeric(None, Some(bound())),
+            NodeOperator::Lte => numeric(None, Some(bound() + 1)),
+        };
+        // minValues holds for the numeric operators too: Karpenter counts the key's distinct values
+        // among the flavors left, whatever the operator.
         out.min_values = req.min_values;
         out
     }
@@ -295,10 +296,10 @@ impl Reqs {
 mod tests {
     use super::*;
 
-    fn sel(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
+    fn sel(key: &str, operator: NodeOperator, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {
             key: key.into(),
-            operator: op.into(),
+            operator,
             values: values.iter().map(|v| v.to_string()).collect(),
             min_values: None,
         }
@@ -306,8 +307,8 @@ mod tests {
 
     #[test]
     fn in_and_not_in_intersect_to_the_difference() {
-        let a = Requirement::from_selector(&sel("zone", "In", &["a", "b", "c"]));
-        let b = Requirement::from_selector(&sel("zone", "NotIn", &["b"]));
+        let a = Requirement::from_selector(&sel("zone", NodeOperator::In, &["a", "b", "c"]));
+        let b = Requirement::from_selector(&sel("zone", NodeOperator::NotIn, &["b"]));
         let both = a.intersect(&b);
         assert!(both.has("a") && !both.has("b") && both.has("c"));
         assert!(!both.absent_ok);
@@ -316,8 +317,8 @@ mod tests {
 
     #[test]
     fn numeric_bounds_and_go_ints() {
-        let gt = Requirement::from_selector(&sel("gen", "Gt", &["3"]));
-        let lte = Requirement::from_selector(&sel("gen", "Lte", &["5"]));
+        let gt = Requirement::from_selector(&sel("gen", NodeOperator::Gt, &["3"]));
+        let lte = Requirement::from_selector(&sel("gen", NodeOperator::Lte, &["5"]));
         let range = gt.intersect(&lte);
         assert!(!range.has("3") && range.has("4") && range.has("5") && !range.has("6"));
         assert!(range.has("+4") && !range.has("1_0") && !range.has(" 4"));
@@ -325,7 +326,11 @@ mod tests {
         assert_eq!(parse_int64("9223372036854775807"), Some(i64::MAX as i128));
         assert_eq!(parse_int64("9223372036854775808"), None);
         assert_eq!(parse_int64(&"9".repeat(45)), None);
-        let never = range.intersect(&Requirement::from_selector(&sel("gen", "Gte", &["9"])));
+        let never = range.intersect(&Requirement::from_selector(&sel(
+            "gen",
+            NodeOperator::Gte,
+            &["9"],
+        )));
         assert!(never.is_empty());
     }
 
@@ -340,29 +345,38 @@ mod tests {
     #[test]
     fn a_carried_value_is_the_first_allowed_one() {
         assert_eq!(
-            carried(&[sel("team", "In", &["red", "blue"])]).as_deref(),
+            carried(&[sel("team", NodeOperator::In, &["red", "blue"])]).as_deref(),
             Some("blue")
         );
-        assert_eq!(carried(&[sel("team", "Exists", &[])]).as_deref(), Some("0"));
+        assert_eq!(
+            carried(&[sel("team", NodeOperator::Exists, &[])]).as_deref(),
+            Some("0")
+        );
         let not_small = [
-            sel("team", "NotIn", &["0", "1"]),
-            sel("team", "Exists", &[]),
+            sel("team", NodeOperator::NotIn, &["0", "1"]),
+            sel("team", NodeOperator::Exists, &[]),
         ];
         assert_eq!(carried(&not_small).as_deref(), Some("2"));
-        assert_eq!(carried(&[sel("team", "NotIn", &["0"])]), None);
-        assert_eq!(carried(&[sel("gen", "Gt", &["-3"])]).as_deref(), Some("-2"));
-        assert_eq!(carried(&[sel("gen", "Lt", &["-3"])]).as_deref(), Some("-4"));
+        assert_eq!(carried(&[sel("team", NodeOperator::NotIn, &["0"])]), None);
+        assert_eq!(
+            carried(&[sel("gen", NodeOperator::Gt, &["-3"])]).as_deref(),
+            Some("-2")
+        );
+        assert_eq!(
+            carried(&[sel("gen", NodeOperator::Lt, &["-3"])]).as_deref(),
+            Some("-4")
+        );
         let none_left = [
-            sel("gen", "Gt", &["2"]),
-            sel("gen", "Lt", &["4"]),
-            sel("gen", "NotIn", &["3"]),
+            sel("gen", NodeOperator::Gt, &["2"]),
+            sel("gen", NodeOperator::Lt, &["4"]),
+            sel("gen", NodeOperator::NotIn, &["3"]),
         ];
         assert_eq!(carried(&none_left), None);
     }
 
     #[test]
     fn does_not_exist_only_allows_absence() {
-        let gone = Requirement::from_selector(&sel("gpu", "DoesNotExist", &[]));
+        let gone = Requirement::from_selector(&sel("gpu", NodeOperator::DoesNotExist, &[]));
         assert!(gone.allows(None) && !gone.allows(Some("true")));
         assert!(gone
             .intersect(&Requirement::exactly("gpu", "t4"))

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::{
-    lookup, LabelSelector, Pod, PodAffinityTerm, Snapshot, Taint, Toleration,
+    lookup, LabelSelector, Pod, PodAffinityTerm, Snapshot, Taint, TaintEffect, Toleration,
     TopologySpreadConstraint, CAPACITY_TYPE, HOSTNAME, NODEPOOL, ZONE,
 };
 use super::requirements::{Reqs, Requirement};
@@ -126,7 +126,7 @@ pub fn untolerated<'a>(
     prefer: bool,
 ) -> Option<&'a Taint> {
     taints.iter().find(|taint| {
-        (taint.effect != "PreferNoSchedule" || prefer)
+        (taint.effect != TaintEffect::PreferNoSchedule || prefer)
             && !tolerations.iter().any(|t| t.tolerates(taint))
     })
 }
