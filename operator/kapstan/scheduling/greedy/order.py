@@ -1,0 +1,56 @@
+"""The order the greedy pass takes pods in (twin of `rust/src/solver/greedy/order.rs`)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+from kapstan.scheduling.model import CPU, MEMORY, Pod
+
+
+def placement_sequence(pods: Sequence[Pod]) -> list[Pod]:
+    """The order the greedy pass takes pods in, the same in both engines: biggest first, alternating
+    between CPU-heavy and memory-heavy pods so that the running totals keep the batch's own CPU to memory
+    ratio. Nodes filled in that order end full in both resources. Biggest-first alone (Karpenter's order)
+    fills nodes with same-shaped pods and leaves one resource idle on each; a plain shuffle mixes them by
+    chance only. Sizes are shares of the batch's totals, compared in exact integers; a batch that requests
+    no CPU (or no memory) is sized by the other of the two alone, and one that requests neither by its
+    other resources, largest first in name order (else every size would be 0 and hashes would decide)."""
+    cpu = sum(p.requests.get(CPU, 0) for p in pods)
+    memory = sum(p.requests.get(MEMORY, 0) for p in pods)
+    others = [] if cpu or memory else sorted({name for p in pods for name in p.requests} - {CPU, MEMORY})
+
+    def size(pod: Pod) -> tuple[int, tuple[int, ...], int, str]:
+        pod_cpu, pod_memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
+        # Without one of the two in the batch, every pod's share of it is 0: the other alone sizes it.
+        share = pod_cpu * memory + pod_memory * cpu if cpu and memory else pod_cpu + pod_memory
+        rest = tuple(-pod.requests.get(name, 0) for name in others)
+        return (-share, rest, zlib.crc32(pod.key.encode()), pod.key)
+
+    cpu_heavy: list[Pod] = []
+    memory_heavy: list[Pod] = []
+    for pod in pods:
+        heavy = pod.requests.get(CPU, 0) * memory >= pod.requests.get(MEMORY, 0) * cpu
+        (cpu_heavy if heavy else memory_heavy).append(pod)
+    cpu_heavy.sort(key=size)
+    memory_heavy.sort(key=size)
+    out: list[Pod] = []
+    taken_cpu = taken_memory = 0
+    i = j = 0
+    while i < len(cpu_heavy) or j < len(memory_heavy):
+        ahead_in_cpu = taken_cpu * memory > taken_memory * cpu
+        if j < len(memory_heavy) and (i == len(cpu_heavy) or ahead_in_cpu):
+            pod = memory_heavy[j]
+            j += 1
+        else:
+            pod = cpu_heavy[i]
+            i += 1
+        out.append(pod)
+        taken_cpu += pod.requests.get(CPU, 0)
+        taken_memory += pod.requests.get(MEMORY, 0)
+    return out
+
+
+def biggest_first(pod: Pod) -> tuple[int, int, str]:
+    """Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors."""
+    return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.key)
