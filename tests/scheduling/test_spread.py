@@ -15,6 +15,7 @@ from builders import GI, make_flavor, make_node, make_nodepool, make_pod, snapsh
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
+    HOSTNAME,
     ZONE,
     LabelSelector,
     NodeSelectorRequirement,
@@ -149,3 +150,22 @@ def test_tolerated_taint_keeps_the_domain_under_honor(engine: str) -> None:
     plan = plan_for(snapshot(pods, flavors=flavors, nodes=(tainted,)), engine)
     assert plan.unschedulable == {}
     assert len(plan.existing_nodes.get("n3", ())) >= 1
+
+
+def test_a_later_pod_cannot_narrow_a_key_under_pods_counted_without_it(engine: str) -> None:
+    """A NodePool requirement `tier Exists` gives a new node a tier. Two pods of the group land first; the
+    carrier selects tier=silver, so its group counts only silver nodes. The first claim's tier is settled
+    when the two land (they are counted as that node will be labelled), so the carrier opens its own
+    claim rather than narrowing the first to silver under them (was: skew 3 > maxSkew 1 on the hostname,
+    the differential run's counterexample)."""
+    tier = "example.com/tier"
+    pool = make_nodepool(requirements=(NodeSelectorRequirement(tier, "Exists", ()),))
+    spread = (TopologySpreadConstraint(1, HOSTNAME, "DoNotSchedule", APP),)
+    free = [web(f"f{i}", 1) for i in range(2)]
+    carrier = web("carrier", spread=spread, node_selector={tier: "silver"})
+    plan = plan_for(
+        snapshot([*free, carrier], flavors=(make_flavor("m", 4, 16 * GI),), pools=(pool,)), engine
+    )
+    assert plan.unschedulable == {}
+    by_tier = {claim.labels[tier]: set(claim.pods) for claim in plan.node_claims}
+    assert by_tier == {"0": {p.key for p in free}, "silver": {carrier.key}}

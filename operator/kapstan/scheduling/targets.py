@@ -254,7 +254,10 @@ class Claim:
             return [*sorted(values)]
         if req is not None and not req.complement:
             return [*sorted(req.values)]
-        return [None]
+        # A key only the pool's requirements define (Exists, Gt, ...) is given carried_value on the node:
+        # that is its one domain now, so a pod counted there is counted as the node will be labelled, and
+        # a later pod cannot narrow the key under the pods already counted without it.
+        return [reqs.carried_value(req) if req is not None else None]
 
     def domain(self, key: str) -> str | None:
         options = self.domain_options(key, self.flavors, self.requirements)

@@ -666,7 +666,10 @@ impl Claim {
                 return r.values.iter().cloned().map(Some).collect();
             }
         }
-        vec![None]
+        // A key only the pool's requirements define (Exists, Gt, ...) is given carried_value on the node:
+        // that is its one domain now, so a pod counted there is counted as the node will be labelled, and
+        // a later pod cannot narrow the key under the pods already counted without it.
+        vec![req.and_then(carried_value)]
     }
 
     pub fn domain(&self, key: &str) -> Option<String> {
