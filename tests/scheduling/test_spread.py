@@ -153,19 +153,22 @@ def test_tolerated_taint_keeps_the_domain_under_honor(engine: str) -> None:
 
 
 def test_a_later_pod_cannot_narrow_a_key_under_pods_counted_without_it(engine: str) -> None:
-    """A NodePool requirement `tier Exists` gives a new node a tier. Two pods of the group land first; the
-    carrier selects tier=silver, so its group counts only silver nodes. The first claim's tier is settled
-    when the two land (they are counted as that node will be labelled), so the carrier opens its own
-    claim rather than narrowing the first to silver under them (was: skew 3 > maxSkew 1 on the hostname,
-    the differential run's counterexample)."""
+    """A NodePool requirement `tier Exists` gives a new node a tier, `tier NotIn gold` lets it go without
+    one. Two pods of the group land first; the carrier selects tier=silver, so its group counts only
+    silver nodes. The first claim's tier is settled when the two land (they are counted as that node will
+    be labelled), so the carrier opens its own claim rather than narrowing the first to silver under them
+    (was: hostname skew 3 > maxSkew 1, the differential and property runs' counterexamples)."""
     tier = "example.com/tier"
-    pool = make_nodepool(requirements=(NodeSelectorRequirement(tier, "Exists", ()),))
     spread = (TopologySpreadConstraint(1, HOSTNAME, "DoNotSchedule", APP),)
     free = [web(f"f{i}", 1) for i in range(2)]
     carrier = web("carrier", spread=spread, node_selector={tier: "silver"})
-    plan = plan_for(
-        snapshot([*free, carrier], flavors=(make_flavor("m", 4, 16 * GI),), pools=(pool,)), engine
-    )
-    assert plan.unschedulable == {}
-    by_tier = {claim.labels[tier]: set(claim.pods) for claim in plan.node_claims}
-    assert by_tier == {"0": {p.key for p in free}, "silver": {carrier.key}}
+    flavors = (make_flavor("m", 4, 16 * GI),)
+    for requirement, first_tier in (
+        (NodeSelectorRequirement(tier, "Exists", ()), "0"),
+        (NodeSelectorRequirement(tier, "NotIn", ("gold",)), None),
+    ):
+        pool = make_nodepool(requirements=(requirement,))
+        plan = plan_for(snapshot([*free, carrier], flavors=flavors, pools=(pool,)), engine)
+        assert plan.unschedulable == {}
+        by_tier = {claim.labels.get(tier): set(claim.pods) for claim in plan.node_claims}
+        assert by_tier == {first_tier: {p.key for p in free}, "silver": {carrier.key}}, requirement

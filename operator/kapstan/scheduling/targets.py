@@ -252,7 +252,7 @@ class Claim:
         if key in OFFERING_KEYS or any(key in f.it.labels for f in flavors):
             values = {v for f in flavors for v in f.label(key, requirements) if req is None or req.has(v)}
             return [*sorted(values)]
-        if req is not None and not req.complement:
+        if req is not None and not req.complement and (req.values or not req.absent_ok):
             return [*sorted(req.values)]
         # A key only the pool's requirements define (Exists, Gt, ...) is given carried_value on the node:
         # that is its one domain now, so a pod counted there is counted as the node will be labelled, and

@@ -662,7 +662,7 @@ impl Claim {
                 .collect();
         }
         if let Some(r) = req {
-            if !r.complement {
+            if !r.complement && (!r.values.is_empty() || !r.absent_ok) {
                 return r.values.iter().cloned().map(Some).collect();
             }
         }

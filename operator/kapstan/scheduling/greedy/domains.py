@@ -52,6 +52,11 @@ class Settling(Checking):
             if not passing:
                 first = options[0] if options else None
                 return self.domain_problem(checks, key, first) or f"no domain for {key}"
+            if passing == [None] and key != HOSTNAME and key in merged:
+                # The node goes without the label (the pool allows that: NotIn, DoesNotExist). Pinned
+                # absent, so that a later pod cannot give it a value under this pod counted without one.
+                merged = dict(merged)
+                reqs.add(merged, reqs.Requirement(key, False, frozenset(), True))
             if key == HOSTNAME or passing == [None] or pinned(merged, key):
                 continue
             values = [v for v in passing if v is not None]

@@ -35,7 +35,7 @@ impl Scheduler<'_> {
         claim: &Claim,
         checks: &Checks,
         start: usize,
-        merged: Reqs,
+        mut merged: Reqs,
         flavors: FlavorList,
         tries: &mut i64,
     ) -> Result<(Reqs, FlavorList), String> {
@@ -53,8 +53,13 @@ impl Scheduler<'_> {
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| format!("no domain for {key}")));
             }
-            if key == HOSTNAME || (passing.len() == 1 && passing[0].is_none()) || merged.pinned(key)
-            {
+            let absent = passing.len() == 1 && passing[0].is_none();
+            if absent && key != HOSTNAME && merged.get(key).is_some() {
+                // The node goes without the label (the pool allows that: NotIn, DoesNotExist). Pinned
+                // absent, so that a later pod cannot give it a value under this pod counted without one.
+                merged.add(Requirement::absent(key));
+            }
+            if key == HOSTNAME || absent || merged.pinned(key) {
                 continue;
             }
             let candidates: Vec<&str> = passing.iter().filter_map(|v| v.as_deref()).collect();
