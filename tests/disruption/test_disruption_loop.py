@@ -146,7 +146,11 @@ class World:
         return dict((await self.get(name))["metadata"].get("annotations") or {})
 
     async def taints(self, node: str) -> list[Object]:
-        return list((await self.client.get(NODES, node)).get("spec", {}).get("taints") or [])
+        """The Node's karpenter.sh/ taints, the ones the disruption loop owns. The Nodes here have no
+        kubelet, so the sandbox's node lifecycle controller adds node.kubernetes.io/not-ready to them at a
+        moment of its own choosing; that taint is not the loop's to add or remove."""
+        taints = (await self.client.get(NODES, node)).get("spec", {}).get("taints") or []
+        return [taint for taint in taints if taint["key"].startswith("karpenter.sh/")]
 
     async def expect_events(self, name: str, reasons: list[str]) -> list[Object]:
         """Wait for the Events on NodeClaim ``name`` to be exactly ``reasons``, in order; return them."""
