@@ -174,6 +174,7 @@ class ClusterState:
             NODECLAIMS,
             indexers={
                 PROVIDER_ID: field_indexer("status", "providerID"),
+                NODE_NAME: field_indexer("status", "nodeName"),
                 BY_NODEPOOL: label_indexer(NODEPOOL),
             },
         )

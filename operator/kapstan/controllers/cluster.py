@@ -1,0 +1,302 @@
+"""One typed picture of the nodes kapstan knows, after Karpenter's ``pkg/controllers/state``.
+
+A ``StateNode`` pairs a NodeClaim with its Node (by ``status.nodeName``, else by providerID), the Machines
+written for it (the ``NODECLAIM_ANNOTATION`` the provider puts on a Machine it claims), its NodePool, the
+pods bound to the Node and, when a catalog is given, the offering source (MD or worker class) it came
+from. A Node that no claim owns is a ``StateNode`` too, without a claim, paired with its Machines by
+providerID: adoption and the snapshot need those.
+
+Everything is read from ``ClusterState``'s informers and their indexes, in this one module, so the
+controllers stop navigating raw objects and the pairing rules live once. ``Cluster.nodes()`` keeps the
+whole view until one of the stores it is built from changes (each store counts its changes, as in
+``memo``); ``Cluster.of_claim`` and ``Cluster.of_node`` build one entry from the indexes, for controllers
+that reconcile one object and must not rebuild the view at every step.
+
+The raw objects stay on the entry (``claim``, ``node``, ``machines``): writes need their
+resourceVersion and Events their identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kapstan.api.wellknown import (
+    CAPACITY_TYPE,
+    INITIALIZED,
+    INSTANCE_TYPE,
+    LAUNCHED,
+    NODECLAIM_ANNOTATION,
+    NODEPOOL,
+    PRICE_ANNOTATION,
+    REGISTERED,
+    ZONE,
+)
+from kapstan.catalog import Catalog, FlavorSource
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.kube.client import Object
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Meta:
+    """An object's ``metadata`` as typed fields; absent maps and lists read as empty."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    finalizers: tuple[str, ...] = ()
+    owner_kinds: tuple[str, ...] = ()
+    created: str | None = None
+    """``creationTimestamp`` as the API wrote it."""
+    deleted: str | None = None
+    """``deletionTimestamp``: set once deletion began (finalizers may still hold the object)."""
+
+    @classmethod
+    def of(cls, obj: Object) -> Meta:
+        meta = obj.get("metadata") or {}
+        return cls(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace") or ""),
+            uid=str(meta.get("uid", "")),
+            resource_version=str(meta.get("resourceVersion", "")),
+            generation=int(meta.get("generation") or 0),
+            labels=MappingProxyType(dict(meta.get("labels") or {})),
+            annotations=MappingProxyType(dict(meta.get("annotations") or {})),
+            finalizers=tuple(meta.get("finalizers") or ()),
+            owner_kinds=tuple(str(ref.get("kind", "")) for ref in meta.get("ownerReferences") or ()),
+            created=meta.get("creationTimestamp"),
+            deleted=meta.get("deletionTimestamp"),
+        )
+
+    @property
+    def deleting(self) -> bool:
+        return self.deleted is not None and self.deleted != ""
+
+
+@dataclass(frozen=True)
+class StateNode:
+    """A NodeClaim with its Node, Machines and pods, or a Node that no claim owns."""
+
+    claim: Object | None
+    node: Object | None
+    machines: tuple[Object, ...]
+    pods: tuple[Object, ...]
+    """The pods bound to the Node (``spec.nodeName``), whatever their phase."""
+    claim_meta: Meta | None
+    node_meta: Meta | None
+    source: FlavorSource | None = None
+    """The MD or worker class offering the claim's flavor in its zone; None without a catalog."""
+
+    @property
+    def name(self) -> str:
+        """The claim's name, or the Node's for a Node without one."""
+        meta = self.claim_meta or self.node_meta
+        return meta.name if meta else ""
+
+    @property
+    def node_name(self) -> str:
+        if self.node_meta is not None:
+            return self.node_meta.name
+        return str((self.claim or {}).get("status", {}).get("nodeName") or "")
+
+    @property
+    def provider_id(self) -> str:
+        from_claim = (self.claim or {}).get("status", {}).get("providerID")
+        return str(from_claim or (self.node or {}).get("spec", {}).get("providerID") or "")
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """The claim's labels (what kapstan asked for), else the Node's."""
+        meta = self.claim_meta or self.node_meta
+        return meta.labels if meta else _EMPTY
+
+    @property
+    def pool(self) -> str:
+        return self.labels.get(NODEPOOL, "")
+
+    @property
+    def offering(self) -> tuple[str, str, str]:
+        """(flavor, zone, capacity type) as the claim's labels name them."""
+        labels = self.labels
+        return (labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
+
+    @property
+    def price(self) -> float | None:
+        """What the claim's node was bought at per hour (its price annotation), if it says."""
+        text = self.claim_meta.annotations.get(PRICE_ANNOTATION, "") if self.claim_meta else ""
+        try:
+            return float(text) if text else None
+        except ValueError:
+            return None
+
+    @property
+    def launched(self) -> bool:
+        return self.claim is not None and cond.is_true(self.claim, LAUNCHED)
+
+    @property
+    def registered(self) -> bool:
+        return self.claim is not None and cond.is_true(self.claim, REGISTERED)
+
+    @property
+    def initialized(self) -> bool:
+        return self.claim is not None and cond.is_true(self.claim, INITIALIZED)
+
+    @property
+    def claim_deleting(self) -> bool:
+        return self.claim_meta is not None and self.claim_meta.deleting
+
+    @property
+    def node_deleting(self) -> bool:
+        return self.node_meta is not None and self.node_meta.deleting
+
+    @property
+    def deleting(self) -> bool:
+        """The claim or the Node is being deleted."""
+        return self.claim_deleting or self.node_deleting
+
+    @property
+    def claimed_machine(self) -> bool:
+        """A Machine of this node carries a claim's name (the lifecycle's, not adoption's, to handle)."""
+        return any(NODECLAIM_ANNOTATION in Meta.of(m).annotations for m in self.machines)
+
+
+@dataclass(frozen=True)
+class StateNodes:
+    """The whole view, with its lookups."""
+
+    nodes: tuple[StateNode, ...]
+    _by_claim: Mapping[str, StateNode]
+    _by_node: Mapping[str, StateNode]
+    _by_provider_id: Mapping[str, StateNode]
+
+    @classmethod
+    def of(cls, nodes: Iterable[StateNode]) -> StateNodes:
+        listed = tuple(nodes)
+        return cls(
+            listed,
+            {n.claim_meta.name: n for n in listed if n.claim_meta is not None},
+            {n.node_name: n for n in listed if n.node_name},
+            {n.provider_id: n for n in listed if n.provider_id},
+        )
+
+    def by_claim(self, name: str) -> StateNode | None:
+        return self._by_claim.get(name)
+
+    def by_node(self, name: str) -> StateNode | None:
+        return self._by_node.get(name)
+
+    def by_provider_id(self, provider_id: str) -> StateNode | None:
+        return self._by_provider_id.get(provider_id)
+
+    def in_pool(self, pool: str) -> list[StateNode]:
+        return [n for n in self.nodes if n.claim is not None and n.pool == pool]
+
+    @property
+    def claimed(self) -> list[StateNode]:
+        """The entries with a NodeClaim."""
+        return [n for n in self.nodes if n.claim is not None]
+
+
+class Cluster:
+    """``StateNode``s kept from ``ClusterState``'s stores (the one place that reads Machines for them)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._kept: tuple[tuple[int, ...], int, StateNodes] | None = None
+
+    def _versions(self) -> tuple[int, ...]:
+        informers = (self.state.node_claims, self.state.nodes, self.state.machines, self.state.pods)
+        return tuple(informer.store.changes for informer in informers)
+
+    def nodes(self, catalog: Catalog | None = None) -> StateNodes:
+        """Every claim and every Node, paired; kept while the stores (and ``catalog``) stay the same."""
+        versions = self._versions()
+        kept = self._kept
+        if kept is not None and kept[0] == versions and kept[1] == id(catalog):
+            return kept[2]
+        built = StateNodes.of(self._build_all(catalog))
+        self._kept = (versions, id(catalog), built)
+        return built
+
+    def _build_all(self, catalog: Catalog | None) -> list[StateNode]:
+        built = [self.of_claim(claim, catalog) for claim in self.state.node_claims.store.objects()]
+        paired = {n.node_name for n in built if n.node is not None}
+        built += [
+            self._unclaimed(node) for node in self.state.nodes.store.objects() if _name(node) not in paired
+        ]
+        return built
+
+    def claim(self, name: str, catalog: Catalog | None = None) -> StateNode | None:
+        """The claim named ``name`` with what it is paired with, built from the indexes."""
+        found = self.state.node_claims.store.get(name)
+        return None if found is None else self.of_claim(found, catalog)
+
+    def of_claim(self, claim: Object, catalog: Catalog | None = None) -> StateNode:
+        meta = Meta.of(claim)
+        node = self._node_of(claim)
+        labels = meta.labels
+        offering = (labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
+        return StateNode(
+            claim=claim,
+            node=node,
+            machines=tuple(self.state.machines.store.by_index(BY_NODECLAIM, meta.name)),
+            pods=self._pods_on(_name(node) if node else claim.get("status", {}).get("nodeName", "")),
+            claim_meta=meta,
+            node_meta=Meta.of(node) if node is not None else None,
+            source=catalog.sources.get(offering) if catalog is not None else None,
+        )
+
+    def of_node(self, node: Object) -> StateNode:
+        """The Node's entry: with the claim that owns it, or without one."""
+        claim = self._claim_of(node)
+        return self.of_claim(claim) if claim is not None else self._unclaimed(node)
+
+    def claims_with_provider_id(self, provider_id: str) -> list[str]:
+        """Names of the claims whose ``status.providerID`` is ``provider_id``."""
+        if not provider_id:
+            return []
+        return [_name(claim) for claim in self.state.node_claims.store.by_index(PROVIDER_ID, provider_id)]
+
+    def _unclaimed(self, node: Object) -> StateNode:
+        provider_id = node.get("spec", {}).get("providerID") or ""
+        machines = self.state.machines.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
+        return StateNode(
+            claim=None,
+            node=node,
+            machines=tuple(machines),
+            pods=self._pods_on(_name(node)),
+            claim_meta=None,
+            node_meta=Meta.of(node),
+        )
+
+    def _node_of(self, claim: Object) -> Object | None:
+        """The claim's Node: by ``status.nodeName``, else by its providerID."""
+        status = claim.get("status", {})
+        node = self.state.nodes.store.get(status["nodeName"]) if status.get("nodeName") else None
+        if node is None and status.get("providerID"):
+            found = self.state.nodes.store.by_index(PROVIDER_ID, status["providerID"])
+            node = found[0] if found else None
+        return node
+
+    def _claim_of(self, node: Object) -> Object | None:
+        provider_id = node.get("spec", {}).get("providerID") or ""
+        by_provider = self.state.node_claims.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
+        if by_provider:
+            return by_provider[0]
+        by_name = self.state.node_claims.store.by_index(NODE_NAME, _name(node))
+        return by_name[0] if by_name else None
+
+    def _pods_on(self, node_name: str) -> tuple[Object, ...]:
+        return tuple(self.state.pods.store.by_index(NODE_NAME, node_name)) if node_name else ()
+
+
+def _name(obj: Object) -> str:
+    return str(obj["metadata"]["name"])
