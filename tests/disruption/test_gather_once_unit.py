@@ -13,15 +13,16 @@ import pytest
 from controllers.fake_cluster import World, stamp, world
 from controllers.test_work_once_unit import count_gathers
 from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED, LAUNCHED, REGISTERED
+from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.kube.kinds import NODECLAIMS
 
 NODE = "node-1"
 
 
-def _initialized_claim_on_a_node(w: World) -> str:
-    """A claim launched, registered and initialized an hour ago, on its own Node and Machine, already
-    marked Consolidatable (so the first look writes nothing back)."""
+def _initialized_claim_on_a_node(w: World, *, marked: bool = True) -> str:
+    """A claim launched, registered and initialized an hour ago, on its own Node and Machine; ``marked``:
+    already Consolidatable (so the first look writes nothing back)."""
     name: str = asyncio.run(w.claim("c3-4"))["metadata"]["name"]
     w.machine("m-1", "fake://m-1", claim=name)
     w.node(NODE, "fake://m-1", taints=[], ready=True)
@@ -32,7 +33,7 @@ def _initialized_claim_on_a_node(w: World) -> str:
         "nodeName": NODE,
         "conditions": [
             {"type": kind, "status": "True", "reason": kind, "lastTransitionTime": long_ago}
-            for kind in (LAUNCHED, REGISTERED, INITIALIZED, CONSOLIDATABLE)
+            for kind in (LAUNCHED, REGISTERED, INITIALIZED, *([CONSOLIDATABLE] if marked else []))
         ],
     }
     w.api.put(NODECLAIMS, body)
@@ -66,6 +67,19 @@ def test_a_pass_that_deletes_an_empty_node_gathers_once(monkeypatch: pytest.Monk
     assert _pass(w, disruption)
     assert [write.name for write in w.api.writes_of("delete", "nodeclaims")] == [claim]
     assert gathers == [True]  # decided, waited the validation delay, re-checked and acted: one gather
+
+
+def test_a_pass_that_marks_the_node_consolidatable_and_deletes_it_gathers_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    w = world()
+    claim = _initialized_claim_on_a_node(w, marked=False)
+    disruption = _disruption(w)
+    gathers = count_gathers(w, monkeypatch)
+    assert _pass(w, disruption)
+    assert cond.is_true(w.claim_now(claim), CONSOLIDATABLE)  # the first look wrote the condition
+    assert [write.name for write in w.api.writes_of("delete", "nodeclaims")] == [claim]
+    assert gathers == [True]  # the pass's own status write is nothing the snapshot reads: one gather
 
 
 def test_a_pod_landing_during_the_validation_delay_is_seen_by_the_recheck(

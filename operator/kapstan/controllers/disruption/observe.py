@@ -9,8 +9,9 @@ events are remembered here too: ``consolidateAfter`` counts from the last pod th
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -31,7 +32,7 @@ from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
 from kapstan.controllers.disruption.writes import node_of, tainted
-from kapstan.controllers.memo import StoreMemo
+from kapstan.controllers.memo import StoreDigest, StoreMemo
 from kapstan.controllers.pods import pod_key, reschedulable
 from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, ClusterState
 from kapstan.kube.client import Object
@@ -70,9 +71,15 @@ class Observer:
         self.last_pod_event: dict[str, datetime] = {}
         self.next: datetime | None = None
         """The earliest moment a candidate turns consolidatable, found by the last look."""
-        self.snapshots = StoreMemo[Snapshot | None](state.gathered_informers, state.unwatched_versions)
+        self._claims = StoreDigest(state.node_claims, as_the_snapshot_reads)
+        watched = [informer for informer in state.gathered_informers if informer is not state.node_claims]
+        self.snapshots = StoreMemo[Snapshot | None](watched, self._unwatched)
         """The snapshot of the last look, kept while nothing it is made of changed: the look after the
-        validation delay, and the next pass in a quiet cluster, gather again only when something did."""
+        validation delay, and the next pass in a quiet cluster, gather again only when something did.
+        Claims count as the snapshot reads them, so the pass's own ``Consolidatable`` write keeps it."""
+
+    async def _unwatched(self) -> tuple[Hashable, Hashable]:
+        return await self.state.unwatched_versions(), self._claims()
 
     def on_pod(self, event: Event) -> None:
         """Remember when a pod arrived on or left a node: ``consolidateAfter`` counts from there."""
@@ -283,6 +290,15 @@ class Observer:
             except ApiError as error:
                 if not error.not_found:
                     raise
+
+
+def as_the_snapshot_reads(claim: Object) -> str:
+    """A claim without what disruption writes on it and the snapshot never reads (its ``Consolidatable``
+    condition, ``status.lastPodEventTime``) and without the resourceVersion those writes move."""
+    meta = {k: v for k, v in claim["metadata"].items() if k not in ("resourceVersion", "managedFields")}
+    status = {k: v for k, v in (claim.get("status") or {}).items() if k != "lastPodEventTime"}
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != CONSOLIDATABLE]
+    return json.dumps({**claim, "metadata": meta, "status": status}, sort_keys=True, default=str)
 
 
 def _prices(snapshot: Snapshot | None) -> dict[tuple[str, str], float]:
