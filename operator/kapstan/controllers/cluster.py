@@ -24,6 +24,7 @@ from types import MappingProxyType
 
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
+    DEPLOYMENT_NAME_LABEL,
     INITIALIZED,
     INSTANCE_TYPE,
     LAUNCHED,
@@ -105,6 +106,11 @@ class StateNode:
     def node_name(self) -> str:
         if self.node_meta is not None:
             return self.node_meta.name
+        return self.recorded_node_name
+
+    @property
+    def recorded_node_name(self) -> str:
+        """The Node name the claim's status records (set at registration), whether that Node exists or not."""
         return str((self.claim or {}).get("status", {}).get("nodeName") or "")
 
     @property
@@ -183,7 +189,7 @@ class StateNodes:
         return cls(
             listed,
             {n.claim_meta.name: n for n in listed if n.claim_meta is not None},
-            {n.node_name: n for n in listed if n.node_name},
+            {n.node_meta.name: n for n in listed if n.node_meta is not None},
             {n.provider_id: n for n in listed if n.provider_id},
         )
 
@@ -191,6 +197,7 @@ class StateNodes:
         return self._by_claim.get(name)
 
     def by_node(self, name: str) -> StateNode | None:
+        """The entry of the Node named ``name`` (None when no such Node exists)."""
         return self._by_node.get(name)
 
     def by_provider_id(self, provider_id: str) -> StateNode | None:
@@ -264,6 +271,12 @@ class Cluster:
         if not provider_id:
             return []
         return [_name(claim) for claim in self.state.node_claims.store.by_index(PROVIDER_ID, provider_id)]
+
+    def deployment_of(self, machine: Object) -> Object | None:
+        """The MachineDeployment a Machine belongs to (CAPI's deployment-name label), if it is known."""
+        meta = Meta.of(machine)
+        name = meta.labels.get(DEPLOYMENT_NAME_LABEL, "")
+        return self.state.machine_deployments.store.get_by_name(name, meta.namespace) if name else None
 
     def _unclaimed(self, node: Object) -> StateNode:
         provider_id = node.get("spec", {}).get("providerID") or ""

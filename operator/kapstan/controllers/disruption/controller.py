@@ -26,6 +26,7 @@ from datetime import datetime
 
 from kapstan import scheduling
 from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption.consolidation import Decision, MinSaving
 from kapstan.controllers.disruption.expire import expire
@@ -86,7 +87,7 @@ class Disruption:
         state.node_claims.add_handler(self._on_claim)
 
     def _on_claim(self, event: Event) -> None:
-        annotations = event.object["metadata"].get("annotations") or {}
+        annotations = Meta.of(event.object).annotations
         if DISRUPTION_COMMAND_ANNOTATION in annotations or DISRUPTION_REPLACEMENT_ANNOTATION in annotations:
             self._wake.set()
 
@@ -125,9 +126,9 @@ class Disruption:
         now = self.wall()
         pools = self.observer.pools()
         await self._report_invalid_budgets(pools)
-        claims = {c["metadata"]["name"]: c for c in self.state.node_claims.store.objects()}
+        claims = {entry.name: entry.claim for entry in self.observer.cluster.nodes().claimed if entry.claim}
         self.writes.forget_gone(claims)
-        mine = {name: claim for name, claim in claims.items() if self.observer.machines(name)}
+        mine = self.observer.mine()
         await self.observer.record_pod_events(mine)
         await expire(mine, pools, now, self.writes, self.events)
         commands = recorded_commands(claims)

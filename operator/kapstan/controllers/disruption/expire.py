@@ -7,12 +7,11 @@ import logging
 from datetime import datetime
 
 from kapstan.api.duration import parse_nillable_duration
-from kapstan.api.wellknown import NODEPOOL
+from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.methods import EXPIRED
 from kapstan.controllers.disruption.observe import Pools
 from kapstan.controllers.disruption.writes import ClaimWrites
-from kapstan.kube.client import Object
 from kapstan.kube.events import EventRecorder
 from kapstan.observability import metrics
 
@@ -20,13 +19,13 @@ log = logging.getLogger(__name__)
 
 
 async def expire(
-    claims: dict[str, Object], pools: Pools, now: datetime, writes: ClaimWrites, events: EventRecorder
+    mine: list[StateNode], pools: Pools, now: datetime, writes: ClaimWrites, events: EventRecorder
 ) -> None:
-    """Delete every claim of ``claims`` that has expired at ``now``, whatever the budgets say."""
-    for name, claim in claims.items():
-        if writes.going(claim):
+    """Delete every claim of ``mine`` that has expired at ``now``, whatever the budgets say."""
+    for entry in mine:
+        claim, name, pool = entry.claim, entry.name, entry.pool
+        if claim is None or writes.going(claim):
             continue
-        pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
         model = pools.models.get(pool)
         text = claim.get("spec", {}).get("expireAfter")
         try:

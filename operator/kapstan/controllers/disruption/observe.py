@@ -21,20 +21,18 @@ from kapstan.api.karpenter import NodePool
 from kapstan.api.wellknown import (
     CLONED_FROM_NAME_ANNOTATION,
     CONSOLIDATABLE,
-    DEPLOYMENT_NAME_LABEL,
     DISRUPTION_COMMAND_ANNOTATION,
-    INITIALIZED,
-    NODEPOOL,
     PRICE_ANNOTATION,
 )
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster, Meta, StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
-from kapstan.controllers.disruption.writes import node_of, tainted
+from kapstan.controllers.disruption.writes import tainted
 from kapstan.controllers.memo import StoreDigest, StoreMemo
 from kapstan.controllers.pods import pod_key, reschedulable
-from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, ClusterState
+from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -69,6 +67,7 @@ class Observer:
         self.events = events
         self.wall = wall
         self.last_pod_event: dict[str, datetime] = {}
+        self.cluster = Cluster(state)
         self.next: datetime | None = None
         """The earliest moment a candidate turns consolidatable, found by the last look."""
         self._claims = StoreDigest(state.node_claims, as_the_snapshot_reads)
@@ -86,9 +85,7 @@ class Observer:
         pod, old = event.object, event.old
         node = pod.get("spec", {}).get("nodeName")
         old_node = (old or {}).get("spec", {}).get("nodeName")
-        if not node or any(
-            r.get("kind") == "DaemonSet" for r in pod["metadata"].get("ownerReferences") or []
-        ):
+        if not node or "DaemonSet" in Meta.of(pod).owner_kinds:
             return
         finished = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
         was_finished = (old or {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
@@ -99,26 +96,28 @@ class Observer:
         raw: dict[str, Object] = {}
         models: dict[str, NodePool] = {}
         for pool in self.state.node_pools.store.objects():
-            if pool["metadata"].get("deletionTimestamp"):
+            meta = Meta.of(pool)
+            if meta.deleting:
                 continue
             try:
-                models[pool["metadata"]["name"]] = NodePool.parse(pool)
+                models[meta.name] = NodePool.parse(pool)
             except ManifestError:
                 continue  # the NodePool status controller reports it
-            raw[pool["metadata"]["name"]] = pool
+            raw[meta.name] = pool
         return Pools(raw, models)
 
-    def machines(self, claim: str) -> list[Object]:
-        return self.state.machines.store.by_index(BY_NODECLAIM, claim)
+    def mine(self) -> list[StateNode]:
+        """The claims kapstan launched a Machine of this Cluster for: the ones disruption may touch."""
+        return [entry for entry in self.cluster.nodes().claimed if entry.machines]
 
     async def observe(self, pools: Pools, now: datetime, *, announce: bool) -> Observed:
         """The candidates, budgets and snapshot as they are now."""
-        claims = [c for c in self.state.node_claims.store.objects() if self.machines(c["metadata"]["name"])]
+        mine = self.mine()
         snapshot = await self._snapshot()
         prices = _prices(snapshot)
         tally = _Tally()
-        for claim in claims:
-            await self._look_at(claim, pools, now, prices, tally, announce=announce)
+        for entry in mine:
+            await self._look_at(entry, pools, now, prices, tally, announce=announce)
         return Observed(
             candidates=tuple(tally.candidates),
             drifted=tally.drifted,
@@ -133,7 +132,7 @@ class Observer:
 
     async def _look_at(
         self,
-        claim: Object,
+        entry: StateNode,
         pools: Pools,
         now: datetime,
         prices: dict[tuple[str, str], float],
@@ -141,20 +140,18 @@ class Observer:
         *,
         announce: bool,
     ) -> None:
-        meta = claim["metadata"]
-        pool = (meta.get("labels") or {}).get(NODEPOOL, "")
-        node = node_of(self.state, claim)
-        if node is None:
+        claim, node, pool = entry.claim, entry.node, entry.pool
+        if claim is None or entry.claim_meta is None or node is None:
             return
         tally.totals[pool] = tally.totals.get(pool, 0) + 1
-        pods = self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"])
-        going = bool(meta.get("deletionTimestamp")) or tainted(node)
-        if going or DISRUPTION_COMMAND_ANNOTATION in (meta.get("annotations") or {}):
+        pods = entry.pods
+        going = entry.claim_deleting or tainted(node)
+        if going or DISRUPTION_COMMAND_ANNOTATION in entry.claim_meta.annotations:
             tally.disrupting[pool] = tally.disrupting.get(pool, 0) + 1
-            tally.leaving[node["metadata"]["name"]] = tuple(pod_key(p) for p in pods if reschedulable(p))
+            tally.leaving[entry.node_name] = tuple(pod_key(p) for p in pods if reschedulable(p))
             return
         model = pools.models.get(pool)
-        if model is None or not cond.is_true(claim, INITIALIZED) or node["metadata"].get("deletionTimestamp"):
+        if model is None or not entry.initialized or entry.node_deleting:
             return
         found = candidate(
             claim,
@@ -163,16 +160,16 @@ class Observer:
             self.state.pdbs.store.objects(),
             price=price_of(claim, prices, PRICE_ANNOTATION),
             consolidate_after=model.spec.disruption.consolidate_after,
-            last_pod_event=self.last_pod_event.get(node["metadata"]["name"]),
+            last_pod_event=self.last_pod_event.get(entry.node_name),
             now=now,
         )
-        nominated = [n for n in (node["metadata"]["name"], meta["name"]) if self.state.nominations.active(n)]
+        nominated = [n for n in (entry.node_name, entry.name) if self.state.nominations.active(n)]
         if nominated and not found.blocked:
             found = replace(found, blocked=f"{nominated[0]} is nominated for pending pods")
         tally.candidates.append(found)
         if not found.consolidatable and found.consolidatable_at is not None:
             self.next = min(self.next or found.consolidatable_at, found.consolidatable_at)
-        reason = await self._drift(claim, pools.raw[pool])
+        reason = await self._drift(entry, pools.raw[pool])
         if reason:
             tally.drifted[found.claim] = reason
         if announce:
@@ -201,7 +198,8 @@ class Observer:
             return None
         return simulation.snapshot
 
-    async def _drift(self, claim: Object, pool: Object) -> str:
+    async def _drift(self, entry: StateNode, pool: Object) -> str:
+        claim = entry.claim or {}
         reason = d.nodepool_drift(claim, pool)
         if reason:
             return reason
@@ -209,9 +207,8 @@ class Observer:
         reason = d.requirements_drift(claim, requirements)
         if reason:
             return reason
-        for machine in self.machines(claim["metadata"]["name"]):
-            md_name = (machine["metadata"].get("labels") or {}).get(DEPLOYMENT_NAME_LABEL, "")
-            md = self.state.machine_deployments.store.get_by_name(md_name, machine["metadata"]["namespace"])
+        for machine in entry.machines:
+            md = self.cluster.deployment_of(machine)
             if md is None:
                 continue
             bootstrap = await self._cloned_from(machine, ("spec", "bootstrap", "configRef"))
@@ -231,13 +228,13 @@ class Observer:
         group = ref.get("apiGroup") or str(ref.get("apiVersion", "")).rpartition("/")[0]
         try:
             found = await self.state.templates.get(
-                group, ref["kind"], machine["metadata"]["namespace"], ref["name"]
+                group, ref["kind"], Meta.of(machine).namespace, ref["name"]
             )
         except ApiError:
             return None
         if found is None:
             return None
-        return (found["metadata"].get("annotations") or {}).get(CLONED_FROM_NAME_ANNOTATION)
+        return Meta.of(found).annotations.get(CLONED_FROM_NAME_ANNOTATION)
 
     async def _keep_condition(self, claim: Object, consolidatable: bool) -> None:
         """Keep the claim's ``Consolidatable`` condition in step (written only when it flips)."""
@@ -251,29 +248,24 @@ class Observer:
             status,
             CONSOLIDATABLE if consolidatable else "NotConsolidatable",
         )
-        patch = {
-            "metadata": {"resourceVersion": claim["metadata"]["resourceVersion"]},
-            "status": {"conditions": conditions},
-        }
+        meta = Meta.of(claim)
+        patch = {"metadata": {"resourceVersion": meta.resource_version}, "status": {"conditions": conditions}}
         try:
-            await self.state.workload.patch(
-                NODECLAIMS, claim["metadata"]["name"], patch, subresource="status"
-            )
+            await self.state.workload.patch(NODECLAIMS, meta.name, patch, subresource="status")
         except ApiError as error:
             if not (error.conflict or error.not_found):
                 raise
 
-    async def record_pod_events(self, claims: dict[str, Object]) -> None:
+    async def record_pod_events(self, mine: list[StateNode]) -> None:
         """Write remembered pod events to ``status.lastPodEventTime``, so a restart keeps the timer."""
         by_node = {
-            c.get("status", {}).get("nodeName"): c
-            for c in claims.values()
-            if c.get("status", {}).get("nodeName")
+            e.recorded_node_name: e.claim for e in mine if e.claim is not None and e.recorded_node_name
         }
+        view = self.cluster.nodes()
         for node, when in list(self.last_pod_event.items()):
             claim = by_node.get(node)
             if claim is None:
-                if self.state.nodes.store.get(node) is None:
+                if view.by_node(node) is None:
                     del self.last_pod_event[node]
                 continue
             recorded = cond.parse_time(claim.get("status", {}).get("lastPodEventTime"))
@@ -283,7 +275,7 @@ class Observer:
             try:
                 await self.state.workload.patch(
                     NODECLAIMS,
-                    claim["metadata"]["name"],
+                    Meta.of(claim).name,
                     {"status": {"lastPodEventTime": text}},
                     subresource="status",
                 )

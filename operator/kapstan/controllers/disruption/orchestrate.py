@@ -17,14 +17,14 @@ from kapstan.api.wellknown import (
     DISRUPTION_COMMAND_ANNOTATION,
     DISRUPTION_REPLACEMENT_ANNOTATION,
     INITIALIZED,
-    NODEPOOL,
 )
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster, Meta
 from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision
 from kapstan.controllers.disruption.methods import DRIFTED, EMPTY, EXPIRED, UNDERUTILIZED
 from kapstan.controllers.disruption.observe import Pools
-from kapstan.controllers.disruption.writes import ClaimWrites, node_of
+from kapstan.controllers.disruption.writes import ClaimWrites
 from kapstan.controllers.provisioner import nodeclaim_manifest
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
@@ -52,6 +52,7 @@ class Orchestrator:
         self.writes = writes
         self.wall = wall
         self.replacement_timeout = replacement_timeout
+        self.cluster = Cluster(state)
         self._creating: set[str] = set()
         """Replacements asked for whose creation the cache may not show yet."""
 
@@ -78,10 +79,9 @@ class Orchestrator:
             await self.delete_candidates(command)
             return
         for name in command.candidates:
-            claim = self.state.node_claims.store.get(name)
-            node = node_of(self.state, claim) if claim is not None else None
-            if node is not None:
-                await self.writes.taint(node)
+            entry = self.cluster.claim(name)
+            if entry is not None and entry.node is not None:
+                await self.writes.taint(entry.node)
         if not await self._launch_replacements(command, decision, pools):
             return
         for name in command.candidates:
@@ -138,7 +138,7 @@ class Orchestrator:
         live = [claims[n] for n in command.candidates if n in claims]
         if not live:
             return  # its replacements are released once no claim records it
-        if all(c["metadata"].get("deletionTimestamp") for c in live):
+        if all(Meta.of(c).deleting for c in live):
             # Draining: the replacements stay out of reach until the moved pods have landed on them,
             # else they would look empty and be taken for emptiness.
             return
@@ -152,7 +152,7 @@ class Orchestrator:
             elif name not in self._creating:
                 await self.rollback(command, f"replacement NodeClaim {name} is gone")
                 return
-            if claim is not None and claim["metadata"].get("deletionTimestamp"):
+            if claim is not None and Meta.of(claim).deleting:
                 await self.rollback(command, f"replacement NodeClaim {name} is being deleted")
                 return
         if all(c is not None and cond.is_true(c, INITIALIZED) for c in replacements):
@@ -166,10 +166,11 @@ class Orchestrator:
 
     async def delete_candidates(self, command: Command) -> None:
         for name in command.candidates:
-            claim = self.state.node_claims.store.get(name)
-            if claim is None or self.writes.going(claim):
+            entry = self.cluster.claim(name)
+            claim = entry.claim if entry is not None else None
+            if entry is None or claim is None or self.writes.going(claim):
                 continue
-            pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
+            pool = entry.pool
             await self.events.emit(
                 claim,
                 "Normal",
@@ -189,8 +190,9 @@ class Orchestrator:
         """Replacements whose command is recorded on no candidate any more: its candidates are gone, so
         the command completed; they become ordinary NodeClaims."""
         for name, claim in claims.items():
-            owner = (claim["metadata"].get("annotations") or {}).get(DISRUPTION_REPLACEMENT_ANNOTATION)
-            if owner is None or owner in commands or claim["metadata"].get("deletionTimestamp"):
+            meta = Meta.of(claim)
+            owner = meta.annotations.get(DISRUPTION_REPLACEMENT_ANNOTATION)
+            if owner is None or owner in commands or meta.deleting:
                 continue
             await self.writes.annotate(name, {DISRUPTION_REPLACEMENT_ANNOTATION: None})
             log.info("disruption command complete", extra={"command": owner, "nodeclaim": name})
@@ -208,12 +210,12 @@ class Orchestrator:
                 if not error.not_found:
                     raise
         for name in command.candidates:
-            claim = self.state.node_claims.store.get(name)
-            if claim is None or claim["metadata"].get("deletionTimestamp"):
+            entry = self.cluster.claim(name)
+            if entry is None or entry.claim is None or entry.claim_deleting:
                 continue
-            node = node_of(self.state, claim)
-            if node is not None:
-                await self.writes.untaint(node)
+            claim = entry.claim
+            if entry.node is not None:
+                await self.writes.untaint(entry.node)
             await self.writes.annotate(name, {DISRUPTION_COMMAND_ANNOTATION: None})
             await self.events.emit(claim, "Warning", "DisruptionRolledBack", f"{command.id}: {why}")
 
@@ -222,7 +224,7 @@ def recorded_commands(claims: dict[str, Object]) -> dict[str, Command]:
     """The commands recorded on ``claims``, by id."""
     found: dict[str, Command] = {}
     for claim in claims.values():
-        text = (claim["metadata"].get("annotations") or {}).get(DISRUPTION_COMMAND_ANNOTATION)
+        text = Meta.of(claim).annotations.get(DISRUPTION_COMMAND_ANNOTATION)
         command = Command.decode(text) if text else None
         if command is not None:
             found.setdefault(command.id, command)

@@ -1,25 +1,16 @@
 """The writes disruption makes to NodeClaims and Nodes, shared by expiration and the orchestration of
-commands: delete a claim (once), annotate it, taint and untaint its Node, and find that Node."""
+commands: delete a claim (once), annotate it, taint and untaint its Node."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
-from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.controllers.cluster import Meta
+from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, NODES
-
-
-def node_of(state: ClusterState, claim: Object) -> Object | None:
-    """The claim's Node: by ``status.nodeName``, else by its providerID."""
-    status = claim.get("status", {})
-    node = state.nodes.store.get(status.get("nodeName", "")) if status.get("nodeName") else None
-    if node is None and status.get("providerID"):
-        found = state.nodes.store.by_index(PROVIDER_ID, status["providerID"])
-        node = found[0] if found else None
-    return node
 
 
 def tainted(node: Object) -> bool:
@@ -38,15 +29,15 @@ class ClaimWrites:
         self.deleted = {name: uid for name, uid in self.deleted.items() if name in claims}
 
     def going(self, claim: Object) -> bool:
-        meta = claim["metadata"]
-        return bool(meta.get("deletionTimestamp")) or self.deleted.get(meta["name"]) == meta.get("uid")
+        meta = Meta.of(claim)
+        return meta.deleting or self.deleted.get(meta.name) == meta.uid
 
     async def delete(self, claim: Object) -> bool:
         """Delete the claim (its finalizer drains it and removes its Machine); False if it was gone."""
-        meta = claim["metadata"]
-        self.deleted[meta["name"]] = meta.get("uid", "")
+        meta = Meta.of(claim)
+        self.deleted[meta.name] = meta.uid
         try:
-            await self.state.workload.delete(NODECLAIMS, meta["name"])
+            await self.state.workload.delete(NODECLAIMS, meta.name)
         except ApiError as error:
             if not error.not_found:
                 raise
@@ -64,17 +55,18 @@ class ClaimWrites:
         taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
         if tainted(node):
             return
+        meta = Meta.of(node)
         patch = {
-            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "metadata": {"resourceVersion": meta.resource_version},
             "spec": {"taints": [*taints, disrupted_taint()]},
         }
-        await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
+        await self.state.workload.patch(NODES, meta.name, patch)
 
     async def untaint(self, node: Object) -> None:
         """Remove ``karpenter.sh/disrupted``, read fresh so a concurrent taint change is not undone."""
         for _ in range(3):
             try:
-                fresh = await self.state.workload.get(NODES, node["metadata"]["name"])
+                fresh = await self.state.workload.get(NODES, Meta.of(node).name)
             except ApiError as error:
                 if error.not_found:
                     return
@@ -84,12 +76,10 @@ class ClaimWrites:
             ]
             if len(taints) == len(fresh.get("spec", {}).get("taints") or []):
                 return
-            patch = {
-                "metadata": {"resourceVersion": fresh["metadata"]["resourceVersion"]},
-                "spec": {"taints": taints},
-            }
+            meta = Meta.of(fresh)
+            patch = {"metadata": {"resourceVersion": meta.resource_version}, "spec": {"taints": taints}}
             try:
-                await self.state.workload.patch(NODES, fresh["metadata"]["name"], patch)
+                await self.state.workload.patch(NODES, meta.name, patch)
                 return
             except ApiError as error:
                 if not error.conflict:
