@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from kapstan.api.wellknown import NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
+from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder
@@ -29,6 +30,7 @@ class Adoption:
         self.state = state
         self.events = events
         self.clock = clock
+        self.cluster = Cluster(state)
         self.controller = Controller("adoption", self.reconcile, clock=clock)
         state.nodes.add_handler(self.controller.enqueue)
 
@@ -42,20 +44,17 @@ class Adoption:
         taints = node.get("spec", {}).get("taints") or []
         if not any(t.get("key") == UNREGISTERED_TAINT_KEY for t in taints):
             return Result()
-        provider_id = node.get("spec", {}).get("providerID", "")
-        if provider_id and self.state.node_claims.store.by_index(PROVIDER_ID, provider_id):
+        entry = self.cluster.of_node(node)
+        if entry.claim is not None:
             return Result()
-        machines = self.state.machines.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
-        if any(NODECLAIM_ANNOTATION in (m["metadata"].get("annotations") or {}) for m in machines):
+        if entry.claimed_machine:
             return Result()  # claimed: the claim's registration removes the taint
-        age = cond.age_seconds(node["metadata"].get("creationTimestamp"), self.clock.wall())
-        if not machines and age < GRACE:
+        node_meta = Meta.of(node)
+        age = cond.age_seconds(node_meta.created, self.clock.wall())
+        if not entry.machines and age < GRACE:
             return Result(requeue_after=GRACE - age)
         kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT_KEY]
-        patch = {
-            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-            "spec": {"taints": kept},
-        }
+        patch = {"metadata": {"resourceVersion": node_meta.resource_version}, "spec": {"taints": kept}}
         await self.state.workload.patch(NODES, key, patch)
         log.info("adopted node", extra={"node": key})
         await self.events.emit(

@@ -4,9 +4,10 @@ termination. One queue for both means one claim is never launched and terminated
 from __future__ import annotations
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
+from kapstan.controllers.cluster import Cluster, Meta
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
-from kapstan.controllers.state import PROVIDER_ID, ClusterState
+from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.store import Event
@@ -25,6 +26,7 @@ class NodeClaimController:
         self.state = state
         self.lifecycle = lifecycle
         self.terminator = terminator
+        self.cluster = Cluster(state)
         # Several workers: a launch waits on its MD (up to a minute), claims of other MDs go on meanwhile.
         self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)
@@ -38,17 +40,15 @@ class NodeClaimController:
         claim = self.state.node_claims.store.get(key)
         if claim is None:
             return Result()
-        if claim["metadata"].get("deletionTimestamp"):
+        if Meta.of(claim).deleting:
             return await self.terminator.reconcile(claim)
         return await self.lifecycle.reconcile(claim)
 
     def _on_node(self, event: Event) -> None:
-        provider_id = event.object.get("spec", {}).get("providerID")
-        if provider_id:
-            for claim in self.state.node_claims.store.by_index(PROVIDER_ID, provider_id):
-                self.controller.queue.add(claim["metadata"]["name"])
+        for claim in self.cluster.claims_with_provider_id(event.object.get("spec", {}).get("providerID", "")):
+            self.controller.queue.add(claim)
 
     def _on_machine(self, event: Event) -> None:
-        claim = (event.object["metadata"].get("annotations") or {}).get(NODECLAIM_ANNOTATION)
+        claim = Meta.of(event.object).annotations.get(NODECLAIM_ANNOTATION)
         if claim:
             self.controller.queue.add(claim)

@@ -10,6 +10,7 @@ import logging
 
 from kapstan.api.wellknown import INITIALIZED, INITIALIZED_LABEL, READY
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.controllers.nodeclaim.registration import same_taint
 from kapstan.kube.client import Object
@@ -22,10 +23,12 @@ log = logging.getLogger(__name__)
 class Initialization:
     def __init__(self, steps: Steps) -> None:
         self.steps = steps
+        self.cluster = Cluster(steps.state)
 
     async def reconcile(self, claim: Object) -> Result:
-        node = self.steps.state.nodes.store.get(claim["status"].get("nodeName", ""))
-        if node is None:
+        entry = self.cluster.of_claim(claim)
+        node, node_meta = entry.node, entry.node_meta
+        if node is None or node_meta is None:
             return Result(requeue_after=self.steps.timeouts.poll)
         startup = claim.get("spec", {}).get("startupTaints") or []
         waiting = [
@@ -33,18 +36,14 @@ class Initialization:
         ]
         if not cond.is_true(node, READY) or waiting:
             return Result()  # the Node's next change brings us back
-        if (node["metadata"].get("labels") or {}).get(INITIALIZED_LABEL) != "true":
+        if node_meta.labels.get(INITIALIZED_LABEL) != "true":
             await self.steps.state.workload.patch(
-                NODES, node["metadata"]["name"], {"metadata": {"labels": {INITIALIZED_LABEL: "true"}}}
+                NODES, node_meta.name, {"metadata": {"labels": {INITIALIZED_LABEL: "true"}}}
             )
         conditions = cond.conditions_of(claim)
         for kind in (INITIALIZED, READY):
             conditions = self.steps.condition(conditions, kind, cond.TRUE, kind)
         await self.steps.write_status(claim, {"conditions": conditions})
-        log.info(
-            "initialized", extra={"nodeclaim": claim["metadata"]["name"], "node": node["metadata"]["name"]}
-        )
-        await self.steps.events.emit(
-            claim, "Normal", INITIALIZED, f"Node {node['metadata']['name']} is ready"
-        )
+        log.info("initialized", extra={"nodeclaim": entry.name, "node": node_meta.name})
+        await self.steps.events.emit(claim, "Normal", INITIALIZED, f"Node {node_meta.name} is ready")
         return Result()

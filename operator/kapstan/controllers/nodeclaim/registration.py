@@ -12,10 +12,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kapstan.api.wellknown import LAUNCHED, NODEPOOL, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
+from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster, Meta
 from kapstan.controllers.nodeclaim.liveness import Steps
-from kapstan.controllers.state import BY_NODECLAIM, PROVIDER_ID
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODES
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 class Registration:
     def __init__(self, steps: Steps) -> None:
         self.steps = steps
+        self.cluster = Cluster(steps.state)
 
     async def reconcile(self, claim: Object) -> Result:
         if not claim.get("status", {}).get("providerID"):
@@ -34,7 +35,7 @@ class Registration:
         return await self._register(claim)
 
     async def _copy_provider_id(self, claim: Object) -> Result:
-        machines = self.steps.state.machines.store.by_index(BY_NODECLAIM, claim["metadata"]["name"])
+        machines = self.cluster.of_claim(claim).machines
         provider_id = next((m["spec"].get("providerID") for m in machines if m["spec"].get("providerID")), "")
         if provider_id:
             await self.steps.write_status(claim, {"providerID": provider_id})
@@ -42,33 +43,29 @@ class Registration:
         return await self._check_timeout(claim)
 
     async def _register(self, claim: Object) -> Result:
-        provider_id = claim["status"]["providerID"]
-        nodes = self.steps.state.nodes.store.by_index(PROVIDER_ID, provider_id)
-        if not nodes:
+        entry = self.cluster.of_claim(claim)
+        node, claim_meta = entry.node, Meta.of(claim)
+        if node is None or entry.node_meta is None:
             return await self._check_timeout(claim)
-        node = nodes[0]
+        node_name = entry.node_meta.name
         spec = claim.get("spec", {})
         wanted_taints = [*spec.get("taints", []), *spec.get("startupTaints", [])]
         taints = [
             t for t in node.get("spec", {}).get("taints") or [] if t.get("key") != UNREGISTERED_TAINT_KEY
         ]
         taints += [t for t in wanted_taints if not any(same_taint(t, have) for have in taints)]
-        labels = {**(claim["metadata"].get("labels") or {}), REGISTERED_LABEL: "true"}
+        labels = {**claim_meta.labels, REGISTERED_LABEL: "true"}
         patch = {
-            "metadata": {"labels": labels, "resourceVersion": node["metadata"]["resourceVersion"]},
+            "metadata": {"labels": labels, "resourceVersion": entry.node_meta.resource_version},
             "spec": {"taints": taints},
         }
-        await self.steps.state.workload.patch(NODES, node["metadata"]["name"], patch)
+        await self.steps.state.workload.patch(NODES, node_name, patch)
         conditions = self.steps.condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
-        await self.steps.write_status(claim, {"nodeName": node["metadata"]["name"], "conditions": conditions})
+        await self.steps.write_status(claim, {"nodeName": node_name, "conditions": conditions})
         await self.steps.pool_condition(claim, cond.TRUE, "NodeRegistered", "")
-        metrics.NODES_CREATED.labels((claim["metadata"].get("labels") or {}).get(NODEPOOL, "")).inc()
-        log.info(
-            "registered", extra={"nodeclaim": claim["metadata"]["name"], "node": node["metadata"]["name"]}
-        )
-        await self.steps.events.emit(
-            claim, "Normal", REGISTERED, f"Node {node['metadata']['name']} registered"
-        )
+        metrics.NODES_CREATED.labels(entry.pool).inc()
+        log.info("registered", extra={"nodeclaim": claim_meta.name, "node": node_name})
+        await self.steps.events.emit(claim, "Normal", REGISTERED, f"Node {node_name} registered")
         return Result()
 
     async def _check_timeout(self, claim: Object) -> Result:

@@ -17,6 +17,7 @@ not evicted at all: the drain waits for them to end, or for that grace period.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,14 +26,14 @@ from kapstan.api.duration import parse_duration
 from kapstan.api.wellknown import (
     DISRUPTED_TAINT_KEY,
     DO_NOT_DISRUPT_ANNOTATION,
-    NODEPOOL,
     TERMINATION_FINALIZER,
     disrupted_taint,
 )
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
+from kapstan.controllers.cluster import Cluster, Meta
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
-from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
@@ -70,80 +71,70 @@ class Terminator:
         self.events = events
         self.timing = timing or TerminationTiming()
         self.clock = clock
+        self.cluster = Cluster(state)
 
     async def reconcile(self, claim: Object) -> Result:
-        if TERMINATION_FINALIZER not in (claim["metadata"].get("finalizers") or []):
+        entry = self.cluster.of_claim(claim)
+        if TERMINATION_FINALIZER not in Meta.of(claim).finalizers:
             return Result()
-        node = self._node(claim)
-        if node is not None and not node["metadata"].get("deletionTimestamp"):
-            await self._taint(node)
-            remaining = await self._drain(claim, node)
+        if entry.node is not None and not entry.node_deleting:
+            await self._taint(entry.node)
+            remaining = await self._drain(claim, entry.pods)
             if remaining:
                 return Result(requeue_after=self.timing.poll)
-        machines = self.state.machines.store.by_index(BY_NODECLAIM, claim["metadata"]["name"])
-        for machine in machines:
-            ref = MachineRef(machine["metadata"]["namespace"], machine["metadata"]["name"])
+        for machine in entry.machines:
+            meta = Meta.of(machine)
+            ref = MachineRef(meta.namespace, meta.name)
             try:
                 await self.provider.delete(ref)
             except (Paused, RollingOut, BelowMinSize) as error:
                 await self.events.emit(claim, "Warning", "TerminationBlocked", str(error))
                 return Result(requeue_after=self.timing.blocked)
-        if machines:
+        if entry.machines:
             return Result(requeue_after=self.timing.poll)  # until CAPI has deleted the Machine
         await self._remove_finalizer(claim)
-        pool = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
-        metrics.NODECLAIMS_TERMINATED.labels(pool).inc()
-        if claim.get("status", {}).get("nodeName"):
-            metrics.NODES_TERMINATED.labels(pool).inc()
-        log.info("terminated", extra={"nodeclaim": claim["metadata"]["name"]})
+        metrics.NODECLAIMS_TERMINATED.labels(entry.pool).inc()
+        if entry.recorded_node_name:
+            metrics.NODES_TERMINATED.labels(entry.pool).inc()
+        log.info("terminated", extra={"nodeclaim": entry.name})
         return Result()
-
-    def _node(self, claim: Object) -> Object | None:
-        status = claim.get("status", {})
-        if status.get("nodeName"):
-            found = self.state.nodes.store.get(status["nodeName"])
-            if found is not None:
-                return found
-        if status.get("providerID"):
-            nodes = self.state.nodes.store.by_index(PROVIDER_ID, status["providerID"])
-            return nodes[0] if nodes else None
-        return None
 
     async def _taint(self, node: Object) -> None:
         taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
         if any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints):
             return
+        meta = Meta.of(node)
         patch = {
-            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "metadata": {"resourceVersion": meta.resource_version},
             "spec": {"taints": [*taints, disrupted_taint()]},
         }
-        await self.state.workload.patch(NODES, node["metadata"]["name"], patch)
+        await self.state.workload.patch(NODES, meta.name, patch)
 
-    async def _drain(self, claim: Object, node: Object) -> int:
-        """Ask every evictable pod to leave; returns how many pods are still to go."""
+    async def _drain(self, claim: Object, pods: Sequence[Object]) -> int:
+        """Ask every evictable pod of the claim's Node to leave; returns how many pods are still to go."""
         now = self.clock.wall()
         forced = _grace_over(claim, now)
         remaining = 0
-        for pod in self.state.pods.store.by_index(NODE_NAME, node["metadata"]["name"]):
+        for pod in pods:
             if not drained(pod):
                 continue
             remaining += 1
-            if pod["metadata"].get("deletionTimestamp"):
+            meta = Meta.of(pod)
+            if meta.deleting:
                 continue  # leaving already
             if not forced and do_not_disrupt(pod, now):
                 # Karpenter's rule: such a pod is never evicted; it leaves when it ends, or is deleted
                 # once the claim's terminationGracePeriod is over.
                 await self.events.emit(pod, "Normal", "EvictionWaiting", DO_NOT_DISRUPT_WAIT)
                 continue
-            meta = pod["metadata"]
             eviction = {
                 "apiVersion": "policy/v1",
                 "kind": "Eviction",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                "metadata": {"name": meta.name, "namespace": meta.namespace},
             }
             if forced:
                 try:
-                    await self.state.workload.delete(PODS, meta["name"], meta["namespace"])
+                    await self.state.workload.delete(PODS, meta.name, meta.namespace)
                     await self.events.emit(
                         pod,
                         "Warning",
@@ -158,8 +149,8 @@ class Terminator:
                 await self.state.workload.request(
                     "POST",
                     PODS,
-                    namespace=meta["namespace"],
-                    name=meta["name"],
+                    namespace=meta.namespace,
+                    name=meta.name,
                     subresource="eviction",
                     body=eviction,
                 )
@@ -169,16 +160,15 @@ class Terminator:
                 elif not error.not_found:
                     raise
         if remaining:
-            log.info("draining", extra={"nodeclaim": claim["metadata"]["name"], "pods": remaining})
+            log.info("draining", extra={"nodeclaim": Meta.of(claim).name, "pods": remaining})
         return remaining
 
     async def _remove_finalizer(self, claim: Object) -> None:
-        finalizers = [f for f in claim["metadata"].get("finalizers") or [] if f != TERMINATION_FINALIZER]
-        patch = {
-            "metadata": {"finalizers": finalizers, "resourceVersion": claim["metadata"]["resourceVersion"]}
-        }
+        meta = Meta.of(claim)
+        finalizers = [f for f in meta.finalizers if f != TERMINATION_FINALIZER]
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.resource_version}}
         try:
-            await self.state.workload.patch(NODECLAIMS, claim["metadata"]["name"], patch)
+            await self.state.workload.patch(NODECLAIMS, meta.name, patch)
         except ApiError as error:
             if not error.not_found:
                 raise
@@ -193,4 +183,4 @@ def _grace_over(claim: Object, now: datetime) -> bool:
         grace = parse_duration(text)
     except ValueError:
         return False
-    return age_seconds(claim["metadata"].get("deletionTimestamp"), now) >= grace.total_seconds()
+    return age_seconds(Meta.of(claim).deleted, now) >= grace.total_seconds()
