@@ -45,8 +45,8 @@ def test_a_registered_claim_is_paired_with_its_node_machine_pods_and_pool() -> N
     assert not found.deleting
     assert view.by_node("node-1") is found
     assert view.by_provider_id("fake://m-1") is found
-    assert view.in_pool(POOL) == [found]
-    assert view.in_pool("other") == []
+    assert Cluster(w.state).in_pool(POOL) == [found]
+    assert Cluster(w.state).in_pool("other") == []
 
 
 def test_a_claim_whose_node_name_is_not_recorded_yet_is_paired_by_provider_id() -> None:

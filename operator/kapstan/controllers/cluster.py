@@ -36,7 +36,7 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import Catalog, FlavorSource
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import BY_NODECLAIM, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.controllers.state import BY_NODECLAIM, BY_NODEPOOL, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -203,9 +203,6 @@ class StateNodes:
     def by_provider_id(self, provider_id: str) -> StateNode | None:
         return self._by_provider_id.get(provider_id)
 
-    def in_pool(self, pool: str) -> list[StateNode]:
-        return [n for n in self.nodes if n.claim is not None and n.pool == pool]
-
     @property
     def claimed(self) -> list[StateNode]:
         """The entries with a NodeClaim."""
@@ -260,6 +257,10 @@ class Cluster:
             node_meta=Meta.of(node) if node is not None else None,
             source=catalog.sources.get(offering) if catalog is not None else None,
         )
+
+    def in_pool(self, pool: str) -> list[StateNode]:
+        """The claims of NodePool ``pool`` (by its label), deleting ones too, built from the index."""
+        return [self.of_claim(claim) for claim in self.state.node_claims.store.by_index(BY_NODEPOOL, pool)]
 
     def of_node(self, node: Object) -> StateNode:
         """The Node's entry: with the claim that owns it, or without one."""

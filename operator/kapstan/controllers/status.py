@@ -20,7 +20,6 @@ watch event our own write causes ends in a no-op.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -33,14 +32,14 @@ from kapstan.api.quantity import format_quantity
 from kapstan.api.wellknown import (
     NODECLASS_READY,
     NODEPOOL,
-    PRICE_ANNOTATION,
     READY,
     UNREGISTERED_TAINT_CONDITION,
     VALIDATION_SUCCEEDED,
 )
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import BY_NODEPOOL, ClusterState
+from kapstan.controllers.cluster import Cluster, Meta, StateNode
+from kapstan.controllers.state import ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -66,6 +65,7 @@ class NodePoolStatus:
     def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.state = state
         self.events = events
+        self.cluster = Cluster(state)
         self.controller = Controller("nodepool-status", self.reconcile, clock=clock)
         state.node_pools.add_handler(self.controller.enqueue)
         state.node_claims.add_handler(self._on_claim)
@@ -76,22 +76,22 @@ class NodePoolStatus:
 
     def _on_claim(self, event: Event) -> None:
         for claim in (event.object, event.old):
-            pool = (claim or {}).get("metadata", {}).get("labels", {}).get(NODEPOOL)
+            pool = Meta.of(claim).labels.get(NODEPOOL) if claim is not None else None
             if pool:
                 self.controller.queue.add(pool)
 
     def _on_node_class(self, event: Event) -> None:
-        name = event.object["metadata"]["name"]
+        name = Meta.of(event.object).name
         for pool in self.state.node_pools.store.objects():
             if _node_class_ref(pool).get("name") == name:
-                self.controller.queue.add(pool["metadata"]["name"])
+                self.controller.queue.add(Meta.of(pool).name)
 
     async def reconcile(self, key: str) -> Result:
         pool = self.state.node_pools.store.get(key)
-        if pool is None or pool["metadata"].get("deletionTimestamp"):
+        if pool is None or Meta.of(pool).deleting:
             metrics.forget_nodepool(key)
             return Result()
-        generation = int(pool["metadata"].get("generation") or 0)
+        generation = Meta.of(pool).generation
         conditions = cond.conditions_of(pool)
         checks = [self._validation(pool), self._node_class(pool)]
         for kind, status, reason, message in checks:
@@ -104,23 +104,20 @@ class NodePoolStatus:
             )
         else:
             conditions = cond.with_condition(conditions, READY, cond.TRUE, READY, "", generation)
-        resources = self._resources(key)
-        self._publish(pool, resources)
+        claims = self.cluster.in_pool(key)
+        resources = _resources(claims)
+        self._publish(pool, claims, resources)
         await write_status(self.state, NODEPOOLS, pool, {"resources": resources}, conditions)
         await self._announce(pool, conditions)
         return Result()
 
-    def _publish(self, pool: Object, resources: dict[str, str]) -> None:
+    def _publish(self, pool: Object, claims: list[StateNode], resources: dict[str, str]) -> None:
         """The pool's usage, limits and cost per hour (the sum of its claims' prices) as metrics."""
-        name = pool["metadata"]["name"]
         limits = pool.get("spec", {}).get("limits") or {}
-        cost = 0.0
-        for claim in self.state.node_claims.store.by_index(BY_NODEPOOL, name):
-            # A hand-edited price is left out of the cost; the status still counts the claim's resources.
-            with contextlib.suppress(ValueError):
-                cost += float((claim["metadata"].get("annotations") or {}).get(PRICE_ANNOTATION, 0))
+        # A hand-edited price (not a number) is left out of the cost; the status still counts the claim.
+        cost = sum(claim.price or 0.0 for claim in claims)
         metrics.record_nodepool(
-            name,
+            Meta.of(pool).name,
             usage={key: _amount(key, value) for key, value in resources.items()},
             limits={key: _amount(key, value) for key, value in limits.items() if _amount(key, value) >= 0},
             cost_per_hour=round(cost, 6),
@@ -151,30 +148,13 @@ class NodePoolStatus:
             return NODECLASS_READY, cond.FALSE, "NodeClassNotReady", f'{NODECLASS_KIND} "{name}": {detail}'
         return NODECLASS_READY, cond.TRUE, NODECLASS_READY, ""
 
-    def _resources(self, pool: str) -> dict[str, str]:
-        """Summed capacity of the pool's NodeClaims, as Karpenter counts it: launched or not, and
-        until they are gone."""
-        claims = self.state.node_claims.store.by_index(BY_NODEPOOL, pool)
-        totals: dict[str, int] = {}
-        for claim in claims:
-            for name, value in (claim.get("status", {}).get("capacity") or {}).items():
-                try:
-                    totals[name] = totals.get(name, 0) + to_milli_checked(value)
-                except ValueError:
-                    log.warning(
-                        "ignoring capacity %s=%r of NodeClaim %s", name, value, claim["metadata"]["name"]
-                    )
-        resources = {name: format_quantity(name, amount) for name, amount in sorted(totals.items())}
-        resources[NODES_RESOURCE] = str(len(claims))
-        return resources
-
     async def _announce(self, pool: Object, conditions: list[dict[str, Any]]) -> None:
         """A Warning Event when the pool stops being Ready (only then: the Event records a transition)."""
         before = cond.find(pool, READY)
         after = next(c for c in conditions if c["type"] == READY)
         if after["status"] == cond.FALSE and (before is None or before.get("status") != cond.FALSE):
             log.warning(
-                "nodepool not ready", extra={"nodepool": pool["metadata"]["name"], "detail": after["message"]}
+                "nodepool not ready", extra={"nodepool": Meta.of(pool).name, "detail": after["message"]}
             )
             await self.events.emit(pool, "Warning", after["reason"], after["message"])
 
@@ -214,13 +194,13 @@ class NodeClassStatus:
         if event.old is not None and _same_outside_status(event.old, event.object):
             return
         for node_class in self.state.node_classes.store.objects():
-            self.controller.queue.add(node_class["metadata"]["name"])
+            self.controller.queue.add(Meta.of(node_class).name)
 
     async def reconcile(self, key: str) -> Result:
         node_class = self.state.node_classes.store.get(key)
-        if node_class is None or node_class["metadata"].get("deletionTimestamp"):
+        if node_class is None or Meta.of(node_class).deleting:
             return Result()
-        generation = int(node_class["metadata"].get("generation") or 0)
+        generation = Meta.of(node_class).generation
         status, reason, message, requeue = await self._readiness(node_class)
         conditions = cond.with_condition(
             cond.conditions_of(node_class), READY, status, reason, message, generation
@@ -270,7 +250,7 @@ class NodeClassStatus:
                 log.warning(
                     "nodeclass condition false",
                     extra={
-                        "nodeclass": node_class["metadata"]["name"],
+                        "nodeclass": Meta.of(node_class).name,
                         "condition": kind,
                         "detail": after["message"],
                     },
@@ -284,6 +264,21 @@ def _same_outside_status(old: Object, new: Object) -> bool:
         return meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), obj.get("spec")
 
     return relevant(old) == relevant(new)
+
+
+def _resources(claims: list[StateNode]) -> dict[str, str]:
+    """Summed capacity of a pool's NodeClaims, as Karpenter counts it: launched or not, and until they
+    are gone."""
+    totals: dict[str, int] = {}
+    for claim in claims:
+        for name, value in ((claim.claim or {}).get("status", {}).get("capacity") or {}).items():
+            try:
+                totals[name] = totals.get(name, 0) + to_milli_checked(value)
+            except ValueError:
+                log.warning("ignoring capacity %s=%r of NodeClaim %s", name, value, claim.name)
+    resources = {name: format_quantity(name, amount) for name, amount in sorted(totals.items())}
+    resources[NODES_RESOURCE] = str(len(claims))
+    return resources
 
 
 def _amount(name: str, value: object) -> float:
@@ -321,14 +316,15 @@ async def write_status(
         patch["conditions"] = conditions
     if not patch:
         return
-    body = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "status": patch}
+    meta = Meta.of(obj)
+    body = {"metadata": {"resourceVersion": meta.resource_version}, "status": patch}
     try:
-        await state.workload.patch(resource, obj["metadata"]["name"], body, subresource="status")
+        await state.workload.patch(resource, meta.name, body, subresource="status")
     except ApiError as error:
         if not error.conflict:
             raise
         # Changed since our cache saw it; the watch brings the new version and with it another reconcile.
-        log.debug("status of %s %s changed meanwhile", resource.kind, obj["metadata"]["name"])
+        log.debug("status of %s %s changed meanwhile", resource.kind, meta.name)
 
 
 def _by_type(conditions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
