@@ -8,32 +8,35 @@ from datetime import datetime
 from kapstan.api.duration import parse_duration
 from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, MIRROR_POD_ANNOTATION
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Meta
 from kapstan.kube.client import Object
 
 
 def drained(pod: Object) -> bool:
     """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished."""
-    meta = pod["metadata"]
-    if MIRROR_POD_ANNOTATION in (meta.get("annotations") or {}):
+    meta = Meta.of(pod)
+    if MIRROR_POD_ANNOTATION in meta.annotations:
         return False
-    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in meta.get("ownerReferences") or []):
+    if any(kind in ("DaemonSet", "Node") for kind in meta.owner_kinds):
         return False
     return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
 def reschedulable(pod: Object) -> bool:
     """Pods a drain would move that are not already going."""
-    return drained(pod) and not pod["metadata"].get("deletionTimestamp")
+    return drained(pod) and not Meta.of(pod).deleting
 
 
 def pod_key(pod: Object) -> str:
-    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
+    meta = Meta.of(pod)
+    return f"{meta.namespace}/{meta.name}"
 
 
 def do_not_disrupt(obj: Object, now: datetime) -> bool:
     """``karpenter.sh/do-not-disrupt``: ``"true"`` protects; a duration protects for that long after the
     pod started; anything else protects too (a typo must not expose a pod its owner meant to keep)."""
-    value = (obj["metadata"].get("annotations") or {}).get(DO_NOT_DISRUPT_ANNOTATION)
+    meta = Meta.of(obj)
+    value = meta.annotations.get(DO_NOT_DISRUPT_ANNOTATION)
     if value is None:
         return False
     if value.strip().lower() == "false":
@@ -44,7 +47,5 @@ def do_not_disrupt(obj: Object, now: datetime) -> bool:
         protected = parse_duration(value.strip())
     except ValueError:
         return True
-    started = cond.parse_time(
-        obj.get("status", {}).get("startTime") or obj["metadata"].get("creationTimestamp")
-    )
+    started = cond.parse_time(obj.get("status", {}).get("startTime") or meta.created)
     return started is None or started + protected > now

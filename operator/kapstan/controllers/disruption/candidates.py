@@ -22,6 +22,7 @@ from typing import Any
 
 from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, INITIALIZED, INSTANCE_TYPE, NODEPOOL, ZONE
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.pods import do_not_disrupt, pod_key, reschedulable
 from kapstan.kube.client import Object
 from kapstan.scheduling.model import LabelSelector, LabelSelectorRequirement
@@ -65,15 +66,18 @@ def selector_of(raw: Mapping[str, Any] | None) -> LabelSelector:
 
 def pdb_blocks(pod: Object, pdbs: Iterable[Object]) -> str:
     """The PodDisruptionBudget that allows no eviction of ``pod`` now, as text; empty if none."""
-    meta = pod["metadata"]
+    meta = Meta.of(pod)
     for pdb in pdbs:
-        if pdb["metadata"].get("namespace") != meta.get("namespace"):
+        pdb_meta = Meta.of(pdb)
+        if pdb_meta.namespace != meta.namespace:
             continue
         selector = pdb.get("spec", {}).get("selector")
-        if selector is None or not selector_of(selector).matches(meta.get("labels") or {}):
+        if selector is None or not selector_of(selector).matches(meta.labels):
             continue
         if int(pdb.get("status", {}).get("disruptionsAllowed") or 0) <= 0:
-            return f"PodDisruptionBudget {meta.get('namespace')}/{pdb['metadata']['name']} allows no eviction of pod {meta['name']}"
+            return (
+                f"PodDisruptionBudget {meta.namespace}/{pdb_meta.name} allows no eviction of pod {meta.name}"
+            )
     return ""
 
 
@@ -83,7 +87,7 @@ def blocker(
     """Why graceful disruption must not take this node now; empty when nothing blocks it."""
     for obj, what in ((node, "Node"), (claim, "NodeClaim")):
         if do_not_disrupt(obj, now):
-            return f"{what} {obj['metadata']['name']} is annotated {DO_NOT_DISRUPT_ANNOTATION}"
+            return f"{what} {Meta.of(obj).name} is annotated {DO_NOT_DISRUPT_ANNOTATION}"
     for pod in pods:
         if not reschedulable(pod):
             continue
@@ -123,13 +127,14 @@ def consolidatable(
 
 def price_of(claim: Object, prices: Mapping[tuple[str, str], float], annotation: str) -> float:
     """What the claim's node costs per hour: the price it was bought at, else the catalog's."""
-    text = (claim["metadata"].get("annotations") or {}).get(annotation)
+    meta = Meta.of(claim)
+    text = meta.annotations.get(annotation)
     if text:
         try:
             return float(text)
         except ValueError:
             pass
-    labels = claim["metadata"].get("labels") or {}
+    labels = meta.labels
     return prices.get((labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, "")), 0.0)
 
 
@@ -144,16 +149,17 @@ def candidate(
     last_pod_event: datetime | None,
     now: datetime,
 ) -> Candidate:
-    labels = claim["metadata"].get("labels") or {}
+    meta = Meta.of(claim)
+    labels = meta.labels
     return Candidate(
-        claim=claim["metadata"]["name"],
-        node=node["metadata"]["name"],
+        claim=meta.name,
+        node=Meta.of(node).name,
         pool=labels.get(NODEPOOL, ""),
         instance_type=labels.get(INSTANCE_TYPE, ""),
         zone=labels.get(ZONE, ""),
         price=price,
         pods=tuple(sorted(pod_key(p) for p in pods if reschedulable(p))),
-        created=cond.parse_time(claim["metadata"].get("creationTimestamp")) or now,
+        created=cond.parse_time(meta.created) or now,
         consolidatable=consolidatable(claim, last_pod_event, consolidate_after, now),
         consolidatable_at=consolidatable_at(claim, last_pod_event, consolidate_after),
         blocked=blocker(claim, node, pods, pdbs, now),

@@ -28,12 +28,13 @@ from kapstan.api.wellknown import (
 )
 from kapstan.capi import contract as c
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.provisioner import nodepool_hash
 from kapstan.kube.client import Object
 
 
 def nodepool_drift(claim: Object, pool: Object) -> str:
-    annotations = claim["metadata"].get("annotations") or {}
+    annotations = Meta.of(claim).annotations
     recorded = annotations.get(NODEPOOL_HASH_ANNOTATION)
     if annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION) != NODEPOOL_HASH_VERSION or not recorded:
         return ""  # made under another hashing scheme: cannot tell, so not drifted (Karpenter's rule)
@@ -45,7 +46,7 @@ def nodepool_drift(claim: Object, pool: Object) -> str:
 def requirements_drift(claim: Object, requirements: Sequence[Mapping[str, Any]]) -> str:
     """The pool's requirements checked against the labels the claim carries; keys it does not carry are
     left alone (the pool may constrain labels the flavor never sets)."""
-    labels = claim["metadata"].get("labels") or {}
+    labels = Meta.of(claim).labels
     for requirement in requirements:
         key, operator = requirement.get("key", ""), requirement.get("operator", "")
         values = [str(v) for v in requirement.get("values") or []]
@@ -104,5 +105,5 @@ def expired(claim: Object, expire_after: timedelta | None, now: datetime) -> boo
     """``expireAfter`` has passed since the claim was created (``Never`` never expires)."""
     if expire_after is None:
         return False
-    created = cond.parse_time(claim["metadata"].get("creationTimestamp"))
+    created = cond.parse_time(Meta.of(claim).created)
     return created is not None and now >= created + expire_after
