@@ -38,6 +38,7 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.alternatives import ranked_alternatives
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -131,8 +132,8 @@ class Provisioner:
     def _on_capacity_change(self, event: Event) -> None:
         # A new or changed NodePool, flavor source, or a claim that went away may make pending pods
         # placeable; a status-only update (same generation) changes nothing the solver reads.
-        old_generation = (event.old or {}).get("metadata", {}).get("generation")
-        if event.type == "MODIFIED" and event.object["metadata"].get("generation") == old_generation:
+        old_generation = Meta.of(event.old or {}).generation
+        if event.type == "MODIFIED" and Meta.of(event.object).generation == old_generation:
             return
         if self._pending:
             self.batcher.trigger()
@@ -215,7 +216,7 @@ class Provisioner:
             made = await self.state.workload.create(NODECLAIMS, body)
             created.append(made)
             metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()
-            name = made["metadata"]["name"]
+            name = Meta.of(made).name
             log.info(
                 "created nodeclaim",
                 extra={"nodeclaim": name, "nodepool": claim.node_pool, "instanceType": claim.instance_type},
@@ -247,7 +248,7 @@ class Provisioner:
             if (ref.group, ref.kind) == (NODECLASS_GROUP, NODECLASS_KIND) and ref.name in classes:
                 kept.append(pool)
         gathered.manifests.node_pools = kept
-        objects = {pool["metadata"]["name"]: pool for pool in self.state.node_pools.store.objects()}
+        objects = {Meta.of(pool).name: pool for pool in self.state.node_pools.store.objects()}
         return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
 
     async def _pod_events(self, notes: list[PodNote]) -> None:
