@@ -9,8 +9,9 @@ watch's bookmarks and ERROR events, and control over timeouts, which the object 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,6 +45,21 @@ PATCH_CONTENT_TYPES: dict[PatchType, str] = {
     "strategic": "application/strategic-merge-patch+json",  # built-in kinds only
 }
 
+UNSUPPORTED_VERSION_WARNING = r"Kubernetes version \S+ is not supported\. "
+"""The start of the UserWarning kr8s raises when the server is newer (or older) than the versions its
+release lists: kapstan talks to the API through raw requests whose shape does not change between
+minor versions, so to a user the warning is noise on every command."""
+
+
+@contextmanager
+def without_version_warning() -> Iterator[None]:
+    """Creating kr8s API objects inside this block does not show kr8s's "Kubernetes version ... is not
+    supported" warning; every other warning still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=UNSUPPORTED_VERSION_WARNING, category=UserWarning)
+        yield
+
+
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
@@ -58,7 +74,10 @@ class Client:
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, request_timeout: float = 30.0) -> Client:
         """``kubeconfig=None`` means in-cluster (or ``$KUBECONFIG``), as kr8s resolves it."""
-        with translate(f"connecting to {kubeconfig or 'the in-cluster API server'}"):
+        with (
+            translate(f"connecting to {kubeconfig or 'the in-cluster API server'}"),
+            without_version_warning(),
+        ):
             api = await kr8s.asyncio.api(kubeconfig=kubeconfig)
         return cls(api, request_timeout=request_timeout)
 

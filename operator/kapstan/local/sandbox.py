@@ -25,6 +25,7 @@ import kr8s
 import yaml
 from kr8s.objects import CustomResourceDefinition, new_class
 
+from kapstan.kube.client import without_version_warning
 from kapstan.local import components, kubeconfig, procs
 from kapstan.local.build import Artifacts, build
 from kapstan.local.procs import SandboxError
@@ -155,7 +156,7 @@ class Sandbox:
             )
 
     def _install_crds(self, mgmt: Path, art: Artifacts) -> None:
-        api = kr8s.api(kubeconfig=str(mgmt))
+        api = _api(mgmt)
         docs: list[dict[str, Any]] = []
         for path in [*sorted(art.capi_crds.glob("*.yaml")), art.provider_crds]:
             docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
@@ -172,7 +173,7 @@ class Sandbox:
 
     def _register_webhooks(self, mgmt: Path, art: Artifacts, pki: Path, port: int) -> None:
         """Point the core manager's webhook configurations at its loopback port instead of a Service."""
-        api = kr8s.api(kubeconfig=str(mgmt))
+        api = _api(mgmt)
         ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
         for doc in yaml.safe_load_all(art.capi_webhooks.read_text()):
             if not doc:
@@ -227,6 +228,11 @@ class Sandbox:
         path = directory / STATE_FILE
         two = bool(json.loads(path.read_text()).get("two_clusters")) if path.exists() else False
         return cls(directory, two_clusters=two)
+
+
+def _api(path: Path) -> kr8s.Api:
+    with without_version_warning():
+        return kr8s.api(kubeconfig=str(path))
 
 
 def _index(items: list[str], name: str) -> int:
