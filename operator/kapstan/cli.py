@@ -17,8 +17,9 @@ from rich.table import Table
 
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
-from kapstan.api.manifests import load_manifests
+from kapstan.api.manifests import Manifests, load_manifests
 from kapstan.cli_addon import addon_command
+from kapstan.cli_convert import convert_command
 from kapstan.cli_local import demo_cmd, local_group
 from kapstan.cli_render import render_group
 from kapstan.cli_run import run_command
@@ -48,7 +49,10 @@ def main() -> None:
 def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, output: str) -> None:
     """Plan the NodeClaims kapstan would create for the pods in MANIFESTS."""
     try:
-        plan = simulate_files([*files, *more], engine)[1]
+        manifests = load_manifests([*files, *more])
+        for line in manifests.not_served:
+            click.echo(f"warning: {line}", err=True)
+        plan = solve_manifests(manifests, engine)[1]
     except (ManifestError, ValueError) as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
@@ -60,7 +64,11 @@ def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, ou
 
 def simulate_files(paths: Sequence[Path], engine: str | None) -> tuple[Snapshot, Plan]:
     """What `simulate` does before printing: manifests to snapshot to plan (the fuzzer calls it too)."""
-    snapshot = build_snapshot(load_manifests(paths))
+    return solve_manifests(load_manifests(paths), engine)
+
+
+def solve_manifests(manifests: Manifests, engine: str | None) -> tuple[Snapshot, Plan]:
+    snapshot = build_snapshot(manifests)
     return snapshot, scheduling.solve(snapshot, engine)
 
 
@@ -93,3 +101,4 @@ main.add_command(render_group, "render")
 main.add_command(run_command, "run")
 main.add_command(demo_cmd, "demo")
 main.add_command(addon_command, "addon")
+main.add_command(convert_command, "convert")

@@ -39,6 +39,7 @@ from kapstan.api.core import (
 )
 from kapstan.api.errors import ManifestError, shown
 from kapstan.api.karpenter import NODECLASS_GROUP, ClusterAPINodeClass, NodeClaim, NodePool
+from kapstan.api.legacy import is_legacy, not_served
 from kapstan.api.meta import KubeObject
 from kapstan.api.yaml_loader import load_yaml_documents, one_line
 
@@ -68,6 +69,8 @@ class Manifests:
     kubeadm_config_templates: dict[TemplateKey, KubeadmConfigTemplate] = field(default_factory=dict)
     infra_templates: dict[TemplateKey, InfrastructureMachineTemplate] = field(default_factory=dict)
     config_maps: dict[tuple[str, str], ConfigMap] = field(default_factory=dict)
+    not_served: list[str] = field(default_factory=list)
+    """One line per object of Karpenter's pre-v1 API read (``api.legacy``): left out, and said so."""
     _read: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], str]] = field(
         default_factory=dict, repr=False
     )
@@ -127,6 +130,11 @@ class Manifests:
                 )
             for index, item in enumerate(items):
                 self.add(_mapping(item, f"{location}, item {index + 1}"), f"{location}, item {index + 1}")
+            return
+        if is_legacy(api_version, kind):
+            # add_documents names a location "<file>, document <n>"; the command wants the file.
+            file = location.rpartition(", document ")[0] or "FILE"
+            self.not_served.append(not_served(kind, _name_of(document), api_version, location, file))
             return
         group, _, version = api_version.rpartition("/")
         # Providers serve their templates from infrastructure.cluster.x-k8s.io, or their own
