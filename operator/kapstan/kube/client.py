@@ -81,6 +81,11 @@ class Client:
             api = await kr8s.asyncio.api(kubeconfig=kubeconfig)
         return cls(api, request_timeout=request_timeout)
 
+    def read_only(self) -> Client:
+        """The same connection, refusing every request but GET (watches are GETs too): for commands that
+        promise to write nothing, so a controller's write path reached by mistake fails, never writes."""
+        return ReadOnlyClient(self._api, request_timeout=self.request_timeout)
+
     async def request(
         self,
         method: str,
@@ -193,6 +198,13 @@ class Client:
                 timeout=timeout,
             ) as response:
                 yield _events(response, what)
+
+
+class ReadOnlyClient(Client):
+    async def request(self, method: str, resource: Resource, **kwargs: Any) -> Object:
+        if method != "GET":
+            raise ApiError(f"{method} {resource.plural}: refused, this client only reads")
+        return await super().request(method, resource, **kwargs)
 
 
 async def _events(response: httpx.Response, what: str) -> AsyncIterator[Object]:
