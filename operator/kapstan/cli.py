@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
@@ -21,8 +20,10 @@ from kapstan.api.manifests import Manifests, load_manifests
 from kapstan.cli_addon import addon_command
 from kapstan.cli_convert import convert_command
 from kapstan.cli_local import demo_cmd, local_group
+from kapstan.cli_plan import print_plan
 from kapstan.cli_render import render_group
 from kapstan.cli_run import run_command
+from kapstan.cli_whatif import CLUSTER_HELP, KUBECONFIG_HELP, MANAGEMENT_HELP, report_command, simulate_live
 from kapstan.scheduling.model import Plan, Snapshot
 from kapstan.snapshot import build_snapshot
 
@@ -39,15 +40,33 @@ def main() -> None:
     "--filename",
     "files",
     multiple=True,
-    required=True,
     type=click.Path(exists=True, path_type=Path),
     help="Manifest file or directory (repeatable).",
 )
 @click.argument("more", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--kubeconfig", default=None, help=f"Plan on a running cluster: {KUBECONFIG_HELP}")
+@click.option("--management-kubeconfig", default=None, help=MANAGEMENT_HELP)
+@click.option("--cluster", default=None, help=f"With --kubeconfig: {CLUSTER_HELP}")
 @click.option("--engine", type=click.Choice(["rust", "python"]), default=None, help="Default: rust if built.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
-def simulate(files: Sequence[Path], more: Sequence[Path], engine: str | None, output: str) -> None:
-    """Plan the NodeClaims kapstan would create for the pods in MANIFESTS."""
+def simulate(
+    files: Sequence[Path],
+    more: Sequence[Path],
+    kubeconfig: str | None,
+    management_kubeconfig: str | None,
+    cluster: str | None,
+    engine: str | None,
+    output: str,
+) -> None:
+    """Plan the NodeClaims kapstan would create for the pods in MANIFESTS, or, with --cluster, for the pods
+    pending in a running cluster now, and what consolidation would do there now (nothing is written)."""
+    if cluster is not None:
+        if files or more:
+            raise click.UsageError("give manifests (-f) or a running cluster (--cluster), not both")
+        simulate_live(cluster, kubeconfig, management_kubeconfig, engine, output)
+        return
+    if not files and not more:
+        raise click.UsageError("give manifests with -f, or a running cluster with --cluster NAMESPACE/NAME")
     try:
         manifests = load_manifests([*files, *more])
         for line in manifests.not_served:
@@ -72,33 +91,10 @@ def solve_manifests(manifests: Manifests, engine: str | None) -> tuple[Snapshot,
     return snapshot, scheduling.solve(snapshot, engine)
 
 
-def print_plan(plan: Plan, console: Console) -> None:
-    table = Table(title=f"kapstan plan (engine: {plan.engine})")
-    for column in ("NodePool", "flavor", "zone", "price/h", "pods"):
-        table.add_column(column)
-    for claim in plan.node_claims:
-        table.add_row(
-            claim.node_pool,
-            claim.instance_type,
-            claim.zone,
-            f"{claim.price_per_hour:.4f}",
-            str(len(claim.pods)),
-        )
-    console.print(table)
-    for node, pods in sorted(plan.existing_nodes.items()):
-        if pods:
-            console.print(f"existing node {node}: {len(pods)} pods")
-    for pod, reason in plan.unschedulable.items():
-        console.print(f"[red]unschedulable[/red] {pod}: {reason}", highlight=False, soft_wrap=True)
-    console.print(
-        f"{len(plan.node_claims)} new nodes, total {plan.total_price_per_hour:.4f}/h, "
-        f"solved in {plan.solve_seconds * 1000:.1f} ms"
-    )
-
-
 main.add_command(local_group, "local")
 main.add_command(render_group, "render")
 main.add_command(run_command, "run")
 main.add_command(demo_cmd, "demo")
 main.add_command(addon_command, "addon")
 main.add_command(convert_command, "convert")
+main.add_command(report_command, "report")
