@@ -1,6 +1,7 @@
 """``kapstan report`` on a fake cluster: a node of a hand-scaled c3-16 MachineDeployment holding two small
 pods costs 12/h; kapstan would run them on one c3-4 of the article's NodePool for 3/h. The page draws the
-same numbers as bars."""
+same numbers as bars. And the live commands' input errors: no source, both sources, a missing kubeconfig,
+a cluster without kapstan's CRDs, each one line."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from controllers.fake_cluster import World, world
 from kapstan.api.wellknown import INSTANCE_TYPE, ZONE
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.cli import main
+from kapstan.controllers.state import ClusterRef
+from kapstan.kube.client import Resource
+from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODES
+from kapstan.whatif import live
 from kapstan.whatif.html import render_html
 from kapstan.whatif.live import view_of
 from kapstan.whatif.report import NO_NODEPOOL, Row, build_report
@@ -100,3 +106,30 @@ def test_simulate_wants_manifests_or_a_cluster_and_names_a_missing_kubeconfig(tm
     missing = runner.invoke(main, ["report", "--cluster", "ns/c", "--kubeconfig", str(tmp_path / "nope")])
     assert missing.exit_code == 2
     assert missing.stderr == f"error: --kubeconfig: no kubeconfig at {tmp_path / 'nope'}\n"
+
+
+class _NoKarpenterCrds:
+    """A cluster that never ran kapstan: every list answers, except the karpenter.sh kinds (404)."""
+
+    def read_only(self) -> _NoKarpenterCrds:
+        return self
+
+    async def request(self, method: str, resource: Resource, **_: Any) -> dict[str, Any]:
+        if resource.group == "karpenter.sh":
+            raise ApiError(
+                f"{method} {resource.plural}: the server could not find the requested resource", status=404
+            )
+        return {"items": [], "metadata": {"resourceVersion": "1"}}
+
+
+def test_a_cluster_without_the_crds_is_told_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _NoKarpenterCrds()
+
+    async def connected(options: object) -> tuple[object, object]:
+        return fake, fake
+
+    monkeypatch.setattr(live, "connect", connected)
+    with pytest.raises(
+        ValueError, match=r"install kapstan's CRDs \(`kapstan render crds \| kubectl apply -f -`\)"
+    ):
+        asyncio.run(live.read_cluster(ClusterRef("ns", "c"), None, None, None))

@@ -22,6 +22,7 @@ from kapstan.controllers.disruption.observe import Observer
 from kapstan.controllers.manager import Options, connect
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.convert.unserved import unserved_objects
+from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.scheduling.model import Plan, Snapshot
 
@@ -64,7 +65,16 @@ async def read_cluster(
     workload, management = await connect(options)
     workload, management = workload.read_only(), management.read_only()
     state = ClusterState(workload, management, cluster)
-    await asyncio.gather(*(informer.relist() for informer in state.informers))
+    try:
+        await asyncio.gather(*(informer.relist() for informer in state.informers))
+    except ApiError as error:
+        if error.not_found:
+            # A cluster that never ran kapstan lacks its CRDs: planning needs them and a NodePool, not the operator.
+            raise ValueError(
+                f"{error}: install kapstan's CRDs (`kapstan render crds | kubectl apply -f -`), a NodePool "
+                "and its ClusterAPINodeClass; the operator need not run"
+            ) from error
+        raise
     return await view_of(state, engine, await unserved_objects(workload, "the workload cluster"))
 
 
