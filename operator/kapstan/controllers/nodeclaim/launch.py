@@ -32,6 +32,7 @@ from kapstan.capi.provider import (
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -52,9 +53,9 @@ class Launch:
         self.catalog = catalog
 
     async def reconcile(self, claim: Object) -> Result:
-        name = claim["metadata"]["name"]
+        name = Meta.of(claim).name
         timeouts = self.steps.timeouts
-        if self.steps.age(claim["metadata"].get("creationTimestamp")) > timeouts.launch:
+        if self.steps.age(Meta.of(claim).created) > timeouts.launch:
             return await self.steps.give_up(
                 claim, "LaunchTimeout", f"not launched within {timeouts.launch:.0f}s"
             )
@@ -62,7 +63,7 @@ class Launch:
         flavors = {it.name: it for it in simulation.snapshot.instance_types}
         refused: list[str] = []
         for flavor in launch_order(claim):
-            labels = claim["metadata"].get("labels") or {}
+            labels = Meta.of(claim).labels
             offering = (flavor, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
             source = simulation.catalog.sources.get(offering)
             if source is None:
@@ -84,7 +85,8 @@ class Launch:
         return await self.steps.give_up(claim, "LaunchFailed", "; ".join(refused) or "no flavor to launch")
 
     async def _switch_flavor(self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str) -> Object:
-        labels = claim["metadata"].get("labels") or {}
+        claim_meta = Meta.of(claim)
+        labels = claim_meta.labels
         before, after = flavors.get(labels.get(INSTANCE_TYPE, "")), flavors.get(flavor)
         patch_labels: dict[str, str | None] = {key: None for key in (before.labels if before else {})}
         patch_labels.update(after.labels if after else {})
@@ -99,20 +101,20 @@ class Launch:
         ]
         meta: dict[str, Any] = {
             "labels": patch_labels,
-            "resourceVersion": claim["metadata"]["resourceVersion"],
+            "resourceVersion": claim_meta.resource_version,
         }
         if prices:
             meta["annotations"] = {PRICE_ANNOTATION: str(min(prices))}
         patch = {"metadata": meta}
-        updated: Object = await self.steps.state.workload.patch(NODECLAIMS, claim["metadata"]["name"], patch)
+        updated: Object = await self.steps.state.workload.patch(NODECLAIMS, claim_meta.name, patch)
         return updated
 
     async def _launched(
         self, claim: Object, machine: LaunchedMachine, source: FlavorSource, flavor: InstanceType | None
     ) -> Result:
-        name = claim["metadata"]["name"]
+        name = Meta.of(claim).name
         ref = f"{machine.ref.namespace}/{machine.ref.name}"
-        if (claim["metadata"].get("annotations") or {}).get(MACHINE_ANNOTATION) != ref:
+        if Meta.of(claim).annotations.get(MACHINE_ANNOTATION) != ref:
             patch = {"metadata": {"annotations": {MACHINE_ANNOTATION: ref}}}
             claim = await self.steps.state.workload.patch(NODECLAIMS, name, patch)
         status: dict[str, Any] = {
@@ -132,7 +134,7 @@ class Launch:
 
 def launch_order(claim: Object) -> list[str]:
     """The flavor on the label first (it may have a Machine already), then the requirement's ranking."""
-    current = (claim["metadata"].get("labels") or {}).get(INSTANCE_TYPE, "")
+    current = Meta.of(claim).labels.get(INSTANCE_TYPE, "")
     ranked: list[str] = []
     for requirement in claim.get("spec", {}).get("requirements") or []:
         if requirement.get("key") == INSTANCE_TYPE and requirement.get("operator") == "In":

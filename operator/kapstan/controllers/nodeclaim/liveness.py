@@ -14,6 +14,7 @@ from typing import Any
 
 from kapstan.api.wellknown import NODEPOOL, REGISTRATION_HEALTHY
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Meta
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
@@ -54,11 +55,11 @@ class Steps:
 
     async def write_status(self, claim: Object, status: Mapping[str, Any]) -> None:
         await self.state.workload.patch(
-            NODECLAIMS, claim["metadata"]["name"], {"status": dict(status)}, subresource="status"
+            NODECLAIMS, Meta.of(claim).name, {"status": dict(status)}, subresource="status"
         )
 
     async def give_up(self, claim: Object, reason: str, message: str) -> Result:
-        name = claim["metadata"]["name"]
+        name = Meta.of(claim).name
         log.warning("deleting nodeclaim", extra={"nodeclaim": name, "reason": reason, "detail": message})
         await self.events.emit(claim, "Warning", reason, f"deleting NodeClaim: {message}")
         if reason.endswith("Timeout"):
@@ -69,7 +70,7 @@ class Steps:
     async def pool_condition(self, claim: Object, status: str, reason: str, message: str) -> None:
         """Set the NodePool's NodeRegistrationHealthy condition. The status controller writes the pool's
         other conditions, so this write is conditional on the version read and retried on a conflict."""
-        pool_name = (claim["metadata"].get("labels") or {}).get(NODEPOOL, "")
+        pool_name = Meta.of(claim).labels.get(NODEPOOL, "")
         cached = self.state.node_pools.store.get(pool_name)
         existing = cond.find(cached, REGISTRATION_HEALTHY) if cached else None
         if cached is None or (
@@ -83,18 +84,18 @@ class Steps:
                 if error.not_found:
                     return
                 raise
-            generation = pool["metadata"].get("generation", 0)
+            meta = Meta.of(pool)
             conditions = cond.with_condition(
                 cond.conditions_of(pool),
                 REGISTRATION_HEALTHY,
                 status,
                 reason,
                 message,
-                generation,
+                meta.generation,
                 now=self.clock.wall(),
             )
             patch = {
-                "metadata": {"resourceVersion": pool["metadata"]["resourceVersion"]},
+                "metadata": {"resourceVersion": meta.resource_version},
                 "status": {"conditions": conditions},
             }
             try:
