@@ -9,8 +9,9 @@ import copy
 
 from controllers.fake_cluster import NS, POOL, World, stamp, world
 from kapstan.api.wellknown import INITIALIZED, LAUNCHED, PRICE_ANNOTATION, REGISTERED
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.meta import Meta
 
 
 def _claim(w: World, *, status: dict[str, object], conditions: tuple[str, ...] = ()) -> str:

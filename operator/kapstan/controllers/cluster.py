@@ -19,8 +19,7 @@ resourceVersion and Events their identity.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
@@ -38,48 +37,7 @@ from kapstan.catalog import Catalog, FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import BY_NODECLAIM, BY_NODEPOOL, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
-
-_EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-@dataclass(frozen=True)
-class Meta:
-    """An object's ``metadata`` as typed fields; absent maps and lists read as empty."""
-
-    name: str
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-    generation: int = 0
-    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    finalizers: tuple[str, ...] = ()
-    owner_kinds: tuple[str, ...] = ()
-    created: str | None = None
-    """``creationTimestamp`` as the API wrote it."""
-    deleted: str | None = None
-    """``deletionTimestamp``: set once deletion began (finalizers may still hold the object)."""
-
-    @classmethod
-    def of(cls, obj: Object) -> Meta:
-        meta = obj.get("metadata") or {}
-        return cls(
-            name=str(meta.get("name", "")),
-            namespace=str(meta.get("namespace") or ""),
-            uid=str(meta.get("uid", "")),
-            resource_version=str(meta.get("resourceVersion", "")),
-            generation=int(meta.get("generation") or 0),
-            labels=MappingProxyType(meta.get("labels") or {}),
-            annotations=MappingProxyType(meta.get("annotations") or {}),
-            finalizers=tuple(meta.get("finalizers") or ()),
-            owner_kinds=tuple(str(ref.get("kind", "")) for ref in meta.get("ownerReferences") or ()),
-            created=meta.get("creationTimestamp"),
-            deleted=meta.get("deletionTimestamp"),
-        )
-
-    @property
-    def deleting(self) -> bool:
-        return self.deleted is not None and self.deleted != ""
+from kapstan.kube.meta import EMPTY, Meta
 
 
 @dataclass(frozen=True)
@@ -122,7 +80,7 @@ class StateNode:
     def labels(self) -> Mapping[str, str]:
         """The claim's labels (what kapstan asked for), else the Node's."""
         meta = self.claim_meta or self.node_meta
-        return meta.labels if meta else _EMPTY
+        return meta.labels if meta else EMPTY
 
     @property
     def pool(self) -> str:

@@ -8,8 +8,8 @@ from datetime import datetime
 from kapstan.api.duration import parse_duration
 from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, MIRROR_POD_ANNOTATION
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Meta
 from kapstan.kube.client import Object
+from kapstan.kube.meta import Meta
 
 
 def drained(pod: Object) -> bool:

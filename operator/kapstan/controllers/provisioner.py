@@ -38,12 +38,12 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.alternatives import ranked_alternatives
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.events import EventRecorder, EventType
 from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event, object_key
 from kapstan.observability import metrics
 from kapstan.scheduling.model import Plan, PlannedNodeClaim, Snapshot
@@ -294,7 +294,8 @@ def nodeclaim_manifest(
     that order); the labels name the chosen flavor."""
     template = pool["spec"]["template"]
     spec = template.get("spec", {})
-    pool_name = pool["metadata"]["name"]
+    pool_meta = Meta.of(pool)
+    pool_name = pool_meta.name
     labels = {
         **(template.get("metadata", {}).get("labels") or {}),
         **claim.labels,
@@ -327,7 +328,7 @@ def nodeclaim_manifest(
                     "apiVersion": pool["apiVersion"],
                     "kind": pool["kind"],
                     "name": pool_name,
-                    "uid": pool["metadata"]["uid"],
+                    "uid": pool_meta.uid,
                     "blockOwnerDeletion": True,
                 }
             ],

@@ -45,6 +45,7 @@ from kapstan.kube.kinds import (
     PDBS,
     PODS,
 )
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Indexer, field_indexer, label_indexer
 from kapstan.snapshot import SimulationInput, build_simulation_input
 
@@ -91,7 +92,7 @@ class Gathered:
 
 def annotation_indexer(annotation: str) -> Indexer:
     def values(obj: Object) -> Iterable[str]:
-        value = (obj["metadata"].get("annotations") or {}).get(annotation)
+        value = Meta.of(obj).annotations.get(annotation)
         return [value] if value else []
 
     return values
@@ -99,9 +100,10 @@ def annotation_indexer(annotation: str) -> Indexer:
 
 def provisionable(pod: Object) -> bool:
     """A pod kapstan should find room for: the scheduler tried and found none (Karpenter's test too)."""
-    if pod.get("spec", {}).get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+    meta = Meta.of(pod)
+    if pod.get("spec", {}).get("nodeName") or meta.deleting:
         return False
-    if any(ref.get("kind") in ("DaemonSet", "Node") for ref in pod["metadata"].get("ownerReferences") or []):
+    if any(kind in ("DaemonSet", "Node") for kind in meta.owner_kinds):
         return False
     conditions = pod.get("status", {}).get("conditions") or []
     return any(
@@ -254,10 +256,7 @@ class ClusterState:
     async def unwatched_versions(self) -> tuple[tuple[str, str], ...]:
         """What ``gather`` reads through the TTL caches rather than informers, as (object, resourceVersion)."""
         found = await self._infrastructure_templates() + await self._config_maps()
-        return tuple(
-            (f"{obj.get('kind')} {_key(obj)}", str(obj["metadata"].get("resourceVersion", "")))
-            for obj in found
-        )
+        return tuple((f"{obj.get('kind')} {_key(obj)}", Meta.of(obj).resource_version) for obj in found)
 
     async def simulation_input(self) -> SimulationInput:
         """The live catalog and the instance types under the NodeClasses, without pods: what launching a

@@ -38,7 +38,7 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, Meta, StateNode
+from kapstan.controllers.cluster import Cluster, StateNode
 from kapstan.controllers.state import ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
@@ -47,6 +47,7 @@ from kapstan.kube.controller import Controller, Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
 from kapstan.observability import metrics
 

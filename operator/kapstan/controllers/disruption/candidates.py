@@ -22,9 +22,9 @@ from typing import Any
 
 from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, INITIALIZED, INSTANCE_TYPE, NODEPOOL, ZONE
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.pods import do_not_disrupt, pod_key, reschedulable
 from kapstan.kube.client import Object
+from kapstan.kube.meta import Meta
 from kapstan.scheduling.model import LabelSelector, LabelSelectorRequirement
 
 

@@ -26,7 +26,6 @@ from datetime import datetime
 
 from kapstan import scheduling
 from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption.consolidation import Decision, MinSaving
 from kapstan.controllers.disruption.expire import expire
@@ -37,6 +36,7 @@ from kapstan.controllers.disruption.writes import ClaimWrites
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.events import EventRecorder
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
 from kapstan.observability import metrics
 from kapstan.scheduling.model import Plan, Snapshot

@@ -28,9 +28,9 @@ from kapstan.api.wellknown import (
 )
 from kapstan.capi import contract as c
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.provisioner import nodepool_hash
 from kapstan.kube.client import Object
+from kapstan.kube.meta import Meta
 
 
 def nodepool_drift(claim: Object, pool: Object) -> str:

@@ -25,7 +25,7 @@ from kapstan.api.wellknown import (
     PRICE_ANNOTATION,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, Meta, StateNode
+from kapstan.controllers.cluster import Cluster, StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
@@ -37,6 +37,7 @@ from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
 from kapstan.scheduling.model import Snapshot
 from kapstan.snapshot import build_simulation_input

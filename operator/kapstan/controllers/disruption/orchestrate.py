@@ -19,7 +19,7 @@ from kapstan.api.wellknown import (
     INITIALIZED,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision
 from kapstan.controllers.disruption.methods import DRIFTED, EMPTY, EXPIRED, UNDERUTILIZED
@@ -31,6 +31,7 @@ from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
 log = logging.getLogger(__name__)

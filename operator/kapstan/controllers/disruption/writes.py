@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, NODES
+from kapstan.kube.meta import Meta
 
 
 def tainted(node: Object) -> bool:

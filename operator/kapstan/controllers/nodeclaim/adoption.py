@@ -12,12 +12,13 @@ import logging
 
 from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODES
+from kapstan.kube.meta import Meta
 
 log = logging.getLogger(__name__)
 

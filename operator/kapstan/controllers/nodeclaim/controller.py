@@ -4,12 +4,13 @@ termination. One queue for both means one claim is never launched and terminated
 from __future__ import annotations
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
+from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
 
 

@@ -32,11 +32,11 @@ from kapstan.capi.provider import (
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODECLAIMS
+from kapstan.kube.meta import Meta
 from kapstan.scheduling.model import InstanceType
 from kapstan.snapshot import SimulationInput
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from kapstan.api.wellknown import NODEPOOL, REGISTRATION_HEALTHY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Meta
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
@@ -22,6 +21,7 @@ from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
+from kapstan.kube.meta import Meta
 
 log = logging.getLogger(__name__)
 

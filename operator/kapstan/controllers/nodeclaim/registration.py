@@ -14,11 +14,12 @@ from typing import Any
 
 from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODES
+from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from kapstan.api.wellknown import (
     disrupted_taint,
 )
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import ClusterState
@@ -40,6 +40,7 @@ from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
 log = logging.getLogger(__name__)
