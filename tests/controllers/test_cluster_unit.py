@@ -136,3 +136,15 @@ def test_meta_reads_absent_maps_as_empty() -> None:
     meta = Meta.of({"metadata": {"name": "bare"}})
     assert (meta.name, dict(meta.labels), dict(meta.annotations), meta.finalizers) == ("bare", {}, {}, ())
     assert not meta.deleting
+
+
+def test_the_kept_view_is_the_one_built_with_the_catalog_asked_for() -> None:
+    w = world()
+    name = _claim(w, status={})
+    catalog = asyncio.run(w.state.simulation_input()).catalog
+    cluster = Cluster(w.state)
+    plain = cluster.nodes().by_claim(name)
+    with_sources = cluster.nodes(catalog).by_claim(name)
+    assert plain is not None and plain.source is None
+    assert with_sources is not None and with_sources.source is not None
+    assert cluster.nodes(catalog).by_claim(name) is with_sources

@@ -172,7 +172,8 @@ class Cluster:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._kept: tuple[tuple[int, ...], int, StateNodes] | None = None
+        # The catalog itself, not its id: a kept id could be a new catalog's once the old one is freed.
+        self._kept: tuple[tuple[int, ...], Catalog | None, StateNodes] | None = None
 
     def _versions(self) -> tuple[int, ...]:
         informers = (self.state.node_claims, self.state.nodes, self.state.machines, self.state.pods)
@@ -182,10 +183,10 @@ class Cluster:
         """Every claim and every Node, paired; kept while the stores (and ``catalog``) stay the same."""
         versions = self._versions()
         kept = self._kept
-        if kept is not None and kept[0] == versions and kept[1] == id(catalog):
+        if kept is not None and kept[0] == versions and kept[1] is catalog:
             return kept[2]
         built = StateNodes.of(self._build_all(catalog))
-        self._kept = (versions, id(catalog), built)
+        self._kept = (versions, catalog, built)
         return built
 
     def _build_all(self, catalog: Catalog | None) -> list[StateNode]:
