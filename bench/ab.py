@@ -20,7 +20,10 @@ HERE = Path(__file__).resolve().parent
 # Run inside either checkout's interpreter: solve one workload once, print what the table needs.
 _CHILD = r"""
 import hashlib, json, sys, time
-from bench.workloads import WORKLOADS
+try:
+    from kapstan.bench.workloads import WORKLOADS
+except ImportError:  # a checkout from before the workloads moved into the package
+    from bench.workloads import WORKLOADS
 from kapstan.scheduling import solve
 from kapstan.scheduling.validator import validate
 w = WORKLOADS[sys.argv[1]]
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="rust")
     parser.add_argument("--workload", action="append", help="only this workload (repeatable)")
     args = parser.parse_args(argv)
-    from bench.workloads import WORKLOADS
+    from kapstan.bench.workloads import WORKLOADS
 
     names = args.workload or list(WORKLOADS)
     here = HERE.parent

@@ -11,8 +11,8 @@ from __future__ import annotations
 import multiprocessing as mp
 from multiprocessing.connection import Connection
 
-from bench.measure import Result, measure
-from bench.workloads import WORKLOADS
+from kapstan.bench.measure import Result, measure
+from kapstan.bench.workloads import WORKLOADS
 
 
 def _child(

@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 import time
 
-from bench.measure import Result, assess
-from bench.options import Option, build_options, build_shapes
-from bench.workloads import Workload
+from kapstan.bench.measure import Result, assess
+from kapstan.bench.options import Option, build_options, build_shapes
+from kapstan.bench.workloads import Workload
 from kapstan.scheduling import resources as res
 from kapstan.scheduling.model import CPU, MEMORY, Plan, PlannedNodeClaim, Snapshot
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench.targets import Verdict
-from bench.workloads import Workload
+from kapstan.bench.workloads import Workload
 
 FAMILIES = {
     "article": "The article's two experiments on c3-4 / c3-8 / c3-16 (zone `nova`), priced vCPU + GiB/4, with a "
@@ -38,7 +38,7 @@ def _guide(machine: Mapping[str, Any], engines: Sequence[str], workloads: Sequen
     lines += [
         "",
         "Columns: *nodes* new NodeClaims; *unsched* pods left unschedulable; *$/h* the plan's hourly price; "
-        "*cost/bound* that price over the best lower bound of `bench/bounds.py` (1.00 is provably optimal; "
+        "*cost/bound* that price over the best lower bound of `kapstan/bench/bounds.py` (1.00 is provably optimal; "
         "the bound ignores zones, preferences and how pods pack into nodes, so constrained workloads keep "
         "a gap no solver can close); *cpu/mem used* the share of the new nodes' allocatable that pods "
         "request; *median s* wall time of `solve()` (median of *runs*); *valid* the plan passed "

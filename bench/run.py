@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine, plots, report
-from bench.bounds import lower_bound
 from bench.isolate import run_isolated
-from bench.measure import Result
 from bench.peers import __main__ as peers
 from bench.peers import report as peers_report
 from bench.peers.optimum import small_workloads
 from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
-from bench.workloads import WORKLOADS, Workload, all_workloads
+from kapstan.bench.bounds import lower_bound
+from kapstan.bench.measure import Result
+from kapstan.bench.workloads import WORKLOADS, Workload, all_workloads
 from kapstan.scheduling import ENGINES
 
 HERE = Path(__file__).resolve().parent

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine
-from bench.bounds import lower_bound
 from bench.isolate import run_isolated
-from bench.measure import Result, measure
 from bench.peers import gobuild, plots, report
 from bench.peers.measure import autoscaler_row, karpenter_rows
 from bench.peers.optimum import optimum, small_workloads
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS
-from bench.workloads import Workload, all_workloads
+from kapstan.bench.bounds import lower_bound
+from kapstan.bench.measure import Result, measure
+from kapstan.bench.workloads import Workload, all_workloads
 from kapstan.scheduling.model import Snapshot
 
 OUT = Path(__file__).resolve().parent.parent
@@ -118,7 +118,7 @@ def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True)
         best = _bound(w, snapshot, bounds)
         for engine in ("rust", "python"):
             if w.family == "small":
-                # Not in bench.workloads' registry, which the isolated child rebuilds from; tiny anyway.
+                # Not in kapstan.bench.workloads' registry, which the isolated child rebuilds from; tiny anyway.
                 r = measure(w, snapshot, engine, repeat, TIME_BUDGET_SECONDS, best)
             else:
                 r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, best, FIRST_SOLVE_CAP_SECONDS)
@@ -138,7 +138,7 @@ def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True)
 
 
 def _bound(w: Workload, snapshot: Snapshot, bounds: dict[str, dict[str, Any]]) -> float | None:
-    """The small instances' exact optimum, the others' lower bound (bench/bounds.py)."""
+    """The small instances' exact optimum, the others' lower bound (kapstan/bench/bounds.py)."""
     if w.family == "small":
         found = optimum(snapshot)
         bounds[w.name] = {"best": found.cost, "optimum": found.proven}

@@ -1,4 +1,4 @@
-"""One row per (workload, system): the peers' runs turned into `bench.measure.Result`s.
+"""One row per (workload, system): the peers' runs turned into `kapstan.bench.measure.Result`s.
 
 Every plan, a peer's too, goes through kapstan's validator and is costed against the same lower bound,
 so the columns compare like with like. kapstan's own rows come from `bench.isolate` exactly as in
@@ -11,11 +11,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.measure import Result, assess
 from bench.peers import autoscaler
 from bench.peers.karpenter import KARPENTER, UPSTREAM, PeerTimeout, cheapest, name_first, run_peer, to_plan
 from bench.targets import TIME_BUDGET_SECONDS
-from bench.workloads import Workload
+from kapstan.bench.measure import Result, assess
+from kapstan.bench.workloads import Workload
 from kapstan.scheduling.model import Snapshot
 
 KARPENTER_CAP_SECONDS = 900.0

@@ -1,6 +1,6 @@
 """Small random instances with a proven optimum: the `small` family.
 
-The lower bound of bench/bounds.py pools capacity across nodes, so on larger workloads a gap to it may be
+The lower bound of kapstan/bench/bounds.py pools capacity across nodes, so on larger workloads a gap to it may be
 no solver's fault. Here the instances are small enough (10-14 pods, 5 flavors) for an exact bin-packing
 MIP, solved with scipy's HiGHS: every system's cost is then reported against the true optimum.
 
@@ -20,8 +20,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
-from bench.catalogs import GI, MI, flavor, karpenter_overhead, requests
-from bench.workloads import NAMESPACE, Workload
+from kapstan.bench.catalogs import GI, MI, flavor, karpenter_overhead, requests
+from kapstan.bench.workloads import NAMESPACE, Workload
 from kapstan.scheduling import resources as res
 from kapstan.scheduling.model import NodePool, Pod, Snapshot
 from kapstan.scheduling.topology import matches_node, untolerated

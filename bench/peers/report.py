@@ -160,7 +160,7 @@ def _guide(machine: Mapping[str, Any], meta: Mapping[str, Mapping[str, Any]]) ->
         "Karpenter's plan is not fully deterministic (its queue and maps): node counts and prices move by "
         "a few tenths of a percent between runs.",
         "",
-        "Columns: *$/h* the plan's hourly price; *cost/bound* over the lower bound of `bench/bounds.py`; "
+        "Columns: *$/h* the plan's hourly price; *cost/bound* over the lower bound of `kapstan/bench/bounds.py`; "
         "*vs rust* the system's price over kapstan-rust's (above 1: kapstan is cheaper); *median s* median "
         "wall time over *runs*; *pods/s* pods over that time; *x rust* the system's time over kapstan-rust's; "
         "*valid* kapstan's validator accepts the plan (every hard constraint, checked the same way for all).",

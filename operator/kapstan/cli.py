@@ -18,6 +18,7 @@ from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests, load_manifests
 from kapstan.cli_addon import addon_command
+from kapstan.cli_bench import bench_command
 from kapstan.cli_convert import convert_command
 from kapstan.cli_local import demo_cmd, local_group
 from kapstan.cli_plan import print_plan
@@ -98,3 +99,4 @@ main.add_command(demo_cmd, "demo")
 main.add_command(addon_command, "addon")
 main.add_command(convert_command, "convert")
 main.add_command(report_command, "report")
+main.add_command(bench_command, "bench")

@@ -12,7 +12,9 @@ import pytest
 
 pytest.importorskip("numpy", reason="the CA simulation needs numpy (pip install -e '.[bench]')")
 
-from bench.catalogs import (
+from bench.peers import autoscaler
+
+from kapstan.bench.catalogs import (
     GB,
     KARPENTER_ZONES,
     MI,
@@ -22,9 +24,7 @@ from bench.catalogs import (
     karpenter_overhead,
     requests,
 )
-from bench.peers import autoscaler
-from bench.workloads import NAMESPACE, article_inflate
-
+from kapstan.bench.workloads import NAMESPACE, article_inflate
 from kapstan.scheduling.model import (
     CPU,
     HOSTNAME,

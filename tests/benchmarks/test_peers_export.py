@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bench.catalogs import GPU, MI, requests
 from bench.peers.export import export, pod_json, quantity
-from bench.workloads import capi_catalog, karpenter_mix
 
+from kapstan.bench.catalogs import GPU, MI, requests
+from kapstan.bench.workloads import capi_catalog, karpenter_mix
 from kapstan.scheduling.model import CPU, HOSTNAME, MEMORY, LabelSelector, Pod, PodAffinityTerm, Toleration
 
 

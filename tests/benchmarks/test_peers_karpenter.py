@@ -16,8 +16,8 @@ from bench.peers.karpenter import (
     run_peer,
     to_plan,
 )
-from bench.workloads import article_big_pod, article_inflate
 
+from kapstan.bench.workloads import article_big_pod, article_inflate
 from kapstan.scheduling.model import ZONE
 from kapstan.scheduling.validator import validate
 

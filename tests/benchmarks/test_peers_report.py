@@ -70,9 +70,9 @@ def test_a_stopped_karpenter_gives_a_ratio_of_at_least_its_cap() -> None:
 
 def test_small_instance_optimum_is_exact() -> None:
     pytest.importorskip("scipy", reason="the MIP needs scipy (pip install -e '.[bench]')")
-    from bench.catalogs import flavor, karpenter_overhead, requests
     from bench.peers.optimum import optimum
 
+    from kapstan.bench.catalogs import flavor, karpenter_overhead, requests
     from kapstan.scheduling.model import NodePool, Pod, Snapshot
 
     # Three 1-CPU pods; 100m goes to the overhead: a 2-CPU flavor holds one, a 4-CPU flavor all three.

@@ -1,6 +1,6 @@
 """A lower bound on the hourly cost of any valid plan for a snapshot, from a covering LP (HiGHS).
 
-Variables: how many nodes of each option (bench/options.py: flavor x offering x NodePool, plus the free
+Variables: how many nodes of each option (kapstan/bench/options.py: flavor x offering x NodePool, plus the free
 room of existing nodes at price zero, at most one each), continuous. Minimise total price subject to:
 
 - **capacity**: for every resource the pods request (cpu, memory, pods, GPUs, ...) the options cover the
@@ -30,7 +30,7 @@ from functools import partial
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from bench.options import Option, Shape, build_options, build_shapes
+from kapstan.bench.options import Option, Shape, build_options, build_shapes
 from kapstan.scheduling.model import HOSTNAME, Snapshot
 from kapstan.scheduling.topology import spread_group, term_group
 

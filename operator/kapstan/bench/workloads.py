@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from bench import catalogs
-from bench.catalogs import GPU_TAINT, MI, requests
+from kapstan.bench import catalogs
+from kapstan.bench.catalogs import GPU_TAINT, MI, requests
 from kapstan.scheduling.model import (
     HOSTNAME,
     ZONE,
@@ -185,25 +185,32 @@ def article_big_pod() -> Snapshot:
 
 SIZES = (1000, 5000, 20000)
 
+_ARTICLE = (
+    Workload("article-8x1cpu", "article", 8, article_inflate, "article experiment 1: 8 x 1 CPU pods"),
+    Workload("article-3cpu", "article", 1, article_big_pod, "article experiment 2: one 3 CPU pod"),
+)
+# family -> (description, builder of a snapshot with that many pods)
+SIZED_FAMILIES: dict[str, tuple[str, Callable[[int], Snapshot]]] = {
+    "mix": ("Karpenter's mix", karpenter_mix),
+    "generic": ("generic pods only", partial(karpenter_mix, generic_only=True)),
+    "prefs": ("preferences to relax", preferences),
+    "capi": ("OVH-like CAPI catalog", capi_catalog),
+}
+FAMILIES = (*SIZED_FAMILIES, "article")
+
+
+def sized(family: str, pods: int) -> list[Workload]:
+    """The family's workload with ``pods`` pods (the article's two experiments have fixed sizes)."""
+    if family == "article":
+        return list(_ARTICLE)
+    description, make = SIZED_FAMILIES[family]
+    return [Workload(f"{family}-{pods}", family, pods, partial(make, pods), description)]
+
 
 def all_workloads() -> list[Workload]:
-    out = [
-        Workload("article-8x1cpu", "article", 8, article_inflate, "article experiment 1: 8 x 1 CPU pods"),
-        Workload("article-3cpu", "article", 1, article_big_pod, "article experiment 2: one 3 CPU pod"),
-    ]
-    out += [Workload(f"mix-{n}", "mix", n, partial(karpenter_mix, n), "Karpenter's mix") for n in SIZES]
-    out += [
-        Workload(
-            f"generic-{n}", "generic", n, partial(karpenter_mix, n, generic_only=True), "generic pods only"
-        )
-        for n in SIZES
-    ]
-    out.append(Workload("prefs-4000", "prefs", 4000, preferences, "preferences to relax"))
-    out += [
-        Workload(f"capi-{n}", "capi", n, partial(capi_catalog, n), "OVH-like CAPI catalog")
-        for n in (200, 1000, 5000)
-    ]
-    return out
+    """The committed report's set: the article's experiments, then each family at its sizes."""
+    plan = [("mix", SIZES), ("generic", SIZES), ("prefs", (4000,)), ("capi", (200, 1000, 5000))]
+    return [*_ARTICLE, *(w for family, sizes in plan for n in sizes for w in sized(family, n))]
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in all_workloads()}

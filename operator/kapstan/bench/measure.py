@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from bench.workloads import Workload
+from kapstan.bench.workloads import Workload
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import CPU, MEMORY, Plan, Snapshot
 from kapstan.scheduling.validator import validate
