@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest cargo-test setup sandbox clean
+.PHONY: demo test lint pytest cargo-test setup sandbox clean image image-test
 
 setup: $(STAMP)
 
@@ -41,7 +41,18 @@ pytest: $(STAMP) sandbox
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) target
+	rm -rf $(VENV) target dist
+
+# The OCI image, from Debian's and PyPI's packages without Docker (image/build.sh): writes
+# dist/kapstan-<version>.oci.tar and prints its digest. The tools come from image/install-tools.sh.
+# Not part of `make test`: a cold build takes minutes (image/README.md).
+image: $(STAMP)
+	sh image/install-tools.sh
+	sh image/build.sh
+
+# Builds the image, then runs it with podman against the sandbox (tests/e2e/test_image.py).
+image-test: image sandbox
+	$(PY) -m pytest -q -m image tests/e2e/test_image.py
 
 # The live demo: a sandbox of its own, kapstan running against it, the article's flows as a timeline.
 demo: $(STAMP)
