@@ -41,5 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "sandbox: needs the local Kubernetes + Cluster API sandbox (built from Go modules on first use)",
     )
+    config.addinivalue_line(
+        "markers",
+        "image: runs the OCI image `make image` builds (`make image-test` builds it and runs these)",
+    )
     # kr8s warns about any server newer than the versions it was released against; ours is pinned.
     config.addinivalue_line("filterwarnings", "ignore:Kubernetes version .* is not supported:UserWarning")

@@ -26,15 +26,15 @@ class OperatorProcess:
     lease: str = "kapstan"
     engine: str | None = None
     extra_args: tuple[str, ...] = ()
+    command: tuple[str, ...] = (sys.executable, "-m", "kapstan")
+    """What runs ``kapstan``: this interpreter, or e.g. a container runtime's ``run ... IMAGE`` (tests)."""
     pid: int = 0
     metrics_port: int = 0
 
     def start(self) -> OperatorProcess:
         port = procs.free_port()
         argv = [
-            sys.executable,
-            "-m",
-            "kapstan",
+            *self.command,
             "run",
             "--cluster",
             self.cluster,
