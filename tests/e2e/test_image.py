@@ -74,7 +74,7 @@ def test_image_is_labelled_non_root_and_runs_kapstan_without_a_shell(image: str)
         "run", "--rm", "--read-only", *LIMITS, "--entrypoint", "/usr/bin/python3.11", image, "-c", probe
     )
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout.split(maxsplit=2) == [str(NONROOT), "False", "[None, None]"]
+    assert checked.stdout.strip().split(maxsplit=2) == [str(NONROOT), "False", "[None, None]"]
 
 
 @pytest.fixture
