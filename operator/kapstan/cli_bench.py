@@ -62,12 +62,14 @@ def bench_command(
     lower_bound = _bound_function() if bound else None
     console = Console(width=max(Console().width, 120))  # one line per row, even in a pipe
     if bound and lower_bound is None:
-        console.print(BOUND_NEEDS)
+        console.print(BOUND_NEEDS, markup=False)  # [bench] is not a style
+    progress = Console(stderr=True)  # a large workload on the Python engine takes minutes: say what runs
     rows = []
     for workload in workloads.values():
         snapshot = workload.build()
         best = lower_bound(snapshot) if lower_bound else None
         for engine in engines or sorted(ENGINES):
+            progress.print(f"solving {workload.name} ({workload.pods} pods) on {engine}", style="dim")
             rows.append(measure(workload, snapshot, engine, repeat, budget, best))
     console.print(_table(rows, with_bound=lower_bound is not None))
 

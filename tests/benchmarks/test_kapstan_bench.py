@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from click.testing import CliRunner
 
 from kapstan.bench.workloads import FAMILIES, WORKLOADS, sized
 from kapstan.cli import main
+from kapstan.cli_bench import BOUND_NEEDS
 from kapstan.scheduling import ENGINES
 
 
@@ -63,3 +66,12 @@ def test_bench_without_the_bound_has_no_cost_over_bound_column() -> None:
     assert result.exit_code == 0, result.output
     assert "cost/bound" not in result.output
     assert set(_rows(result.output)) == {("capi-30", "rust")}
+
+
+def test_bench_without_scipy_says_how_to_get_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "kapstan.bench.bounds", None)  # as if the bench extra were missing
+    result = CliRunner().invoke(main, ["bench", "--family", "article", "--engine", "rust", "--repeat", "1"])
+    assert result.exit_code == 0, result.output
+    assert BOUND_NEEDS in result.output
+    assert "cost/bound" not in result.output.replace(BOUND_NEEDS, "")
+    assert set(_rows(result.output)) == {("article-8x1cpu", "rust"), ("article-3cpu", "rust")}
