@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
@@ -35,9 +36,12 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import Catalog, FlavorSource
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import BY_NODECLAIM, BY_NODEPOOL, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.controllers.indexes import BY_NODECLAIM, BY_NODEPOOL, NODE_NAME, PROVIDER_ID
 from kapstan.kube.client import Object
 from kapstan.kube.meta import EMPTY, Meta
+
+if TYPE_CHECKING:  # ClusterState builds its one Cluster; this module reads its stores.
+    from kapstan.controllers.state import ClusterState
 
 
 @dataclass(frozen=True)

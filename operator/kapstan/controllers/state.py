@@ -29,6 +29,14 @@ from kapstan.api.manifests import Manifests
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION, NODEPOOL
 from kapstan.capi import contract as c
 from kapstan.catalog import FlavorSource
+from kapstan.controllers.cluster import Cluster
+
+# Re-exported (``X as X``): modules that import the index names from here keep working.
+from kapstan.controllers.indexes import BY_DEPLOYMENT as BY_DEPLOYMENT
+from kapstan.controllers.indexes import BY_NODECLAIM as BY_NODECLAIM
+from kapstan.controllers.indexes import BY_NODEPOOL as BY_NODEPOOL
+from kapstan.controllers.indexes import NODE_NAME as NODE_NAME
+from kapstan.controllers.indexes import PROVIDER_ID as PROVIDER_ID
 from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.nominations import Nominations
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
@@ -49,11 +57,6 @@ from kapstan.kube.meta import Meta
 from kapstan.kube.store import Indexer, field_indexer, label_indexer
 from kapstan.snapshot import SimulationInput, build_simulation_input
 
-PROVIDER_ID = "providerID"
-NODE_NAME = "nodeName"
-BY_NODEPOOL = "nodepool"
-BY_NODECLAIM = "nodeclaim"
-BY_DEPLOYMENT = "deployment"
 TEMPLATE_TTL = 300.0  # seconds
 
 
@@ -203,6 +206,8 @@ class ClusterState:
         self.config_maps = TemplateCache(workload, clock=clock)
         self.catalog = StoreMemo[SimulationInput](self.catalog_informers, self.unwatched_versions)
         """The catalog ``simulation_input`` keeps between launches."""
+        self.view = Cluster(self)
+        """The typed view of the nodes (``controllers/cluster.py``) every controller reads."""
 
     @property
     def informers(self) -> list[Informer]:

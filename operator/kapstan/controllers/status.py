@@ -38,7 +38,7 @@ from kapstan.api.wellknown import (
 )
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, StateNode
+from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.state import ClusterState
 from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
@@ -66,7 +66,7 @@ class NodePoolStatus:
     def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.state = state
         self.events = events
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         self.controller = Controller("nodepool-status", self.reconcile, clock=clock)
         state.node_pools.add_handler(self.controller.enqueue)
         state.node_claims.add_handler(self._on_claim)

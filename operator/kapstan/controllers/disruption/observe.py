@@ -25,7 +25,7 @@ from kapstan.api.wellknown import (
     PRICE_ANNOTATION,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster, StateNode
+from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
@@ -68,7 +68,7 @@ class Observer:
         self.events = events
         self.wall = wall
         self.last_pod_event: dict[str, datetime] = {}
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         self.next: datetime | None = None
         """The earliest moment a candidate turns consolidatable, found by the last look."""
         self._claims = StoreDigest(state.node_claims, as_the_snapshot_reads)

@@ -19,7 +19,6 @@ from kapstan.api.wellknown import (
     INITIALIZED,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision
 from kapstan.controllers.disruption.methods import DRIFTED, EMPTY, EXPIRED, UNDERUTILIZED
@@ -53,7 +52,7 @@ class Orchestrator:
         self.writes = writes
         self.wall = wall
         self.replacement_timeout = replacement_timeout
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         self._creating: set[str] = set()
         """Replacements asked for whose creation the cache may not show yet."""
 

@@ -12,7 +12,6 @@ import logging
 
 from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
@@ -31,7 +30,7 @@ class Adoption:
         self.state = state
         self.events = events
         self.clock = clock
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         self.controller = Controller("adoption", self.reconcile, clock=clock)
         state.nodes.add_handler(self.controller.enqueue)
 

@@ -4,7 +4,6 @@ termination. One queue for both means one claim is never launched and terminated
 from __future__ import annotations
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
 from kapstan.controllers.state import ClusterState
@@ -27,7 +26,7 @@ class NodeClaimController:
         self.state = state
         self.lifecycle = lifecycle
         self.terminator = terminator
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         # Several workers: a launch waits on its MD (up to a minute), claims of other MDs go on meanwhile.
         self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)

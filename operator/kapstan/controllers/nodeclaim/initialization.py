@@ -10,7 +10,6 @@ import logging
 
 from kapstan.api.wellknown import INITIALIZED, INITIALIZED_LABEL, READY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.controllers.nodeclaim.registration import same_taint
 from kapstan.kube.client import Object
@@ -23,7 +22,7 @@ log = logging.getLogger(__name__)
 class Initialization:
     def __init__(self, steps: Steps) -> None:
         self.steps = steps
-        self.cluster = Cluster(steps.state)
+        self.cluster = steps.state.view
 
     async def reconcile(self, claim: Object) -> Result:
         entry = self.cluster.of_claim(claim)

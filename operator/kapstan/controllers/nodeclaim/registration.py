@@ -14,7 +14,6 @@ from typing import Any
 
 from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -28,7 +27,7 @@ log = logging.getLogger(__name__)
 class Registration:
     def __init__(self, steps: Steps) -> None:
         self.steps = steps
-        self.cluster = Cluster(steps.state)
+        self.cluster = steps.state.view
 
     async def reconcile(self, claim: Object) -> Result:
         if not claim.get("status", {}).get("providerID"):

@@ -30,7 +30,6 @@ from kapstan.api.wellknown import (
     disrupted_taint,
 )
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import ClusterState
@@ -72,7 +71,7 @@ class Terminator:
         self.events = events
         self.timing = timing or TerminationTiming()
         self.clock = clock
-        self.cluster = Cluster(state)
+        self.cluster = state.view
 
     async def reconcile(self, claim: Object) -> Result:
         entry = self.cluster.of_claim(claim)
