@@ -14,17 +14,19 @@ from kapstan.kube.meta import Meta
 
 def drained(pod: Object) -> bool:
     """Pods a drain moves: not DaemonSet pods (they would come back), not static, not finished."""
-    meta = Meta.of(pod)
-    if MIRROR_POD_ANNOTATION in meta.annotations:
-        return False
-    if any(kind in ("DaemonSet", "Node") for kind in meta.owner_kinds):
+    return _drained(pod, Meta.of(pod))
+
+
+def _drained(pod: Object, meta: Meta) -> bool:
+    if MIRROR_POD_ANNOTATION in meta.annotations or meta.owned_by("DaemonSet", "Node"):
         return False
     return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
 def reschedulable(pod: Object) -> bool:
     """Pods a drain would move that are not already going."""
-    return drained(pod) and not Meta.of(pod).deleting
+    meta = Meta.of(pod)
+    return _drained(pod, meta) and not meta.deleting
 
 
 def pod_key(pod: Object) -> str:

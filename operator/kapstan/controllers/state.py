@@ -106,7 +106,7 @@ def provisionable(pod: Object) -> bool:
     meta = Meta.of(pod)
     if pod.get("spec", {}).get("nodeName") or meta.deleting:
         return False
-    if any(kind in ("DaemonSet", "Node") for kind in meta.owner_kinds):
+    if meta.owned_by("DaemonSet", "Node"):
         return False
     conditions = pod.get("status", {}).get("conditions") or []
     return any(

@@ -86,7 +86,7 @@ class Observer:
         pod, old = event.object, event.old
         node = pod.get("spec", {}).get("nodeName")
         old_node = (old or {}).get("spec", {}).get("nodeName")
-        if not node or "DaemonSet" in Meta.of(pod).owner_kinds:
+        if not node or Meta.of(pod).owned_by("DaemonSet"):
             return
         finished = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
         was_finished = (old or {}).get("status", {}).get("phase") in ("Succeeded", "Failed")
