@@ -132,12 +132,6 @@ def test_the_view_is_kept_until_a_store_it_reads_changes() -> None:
     assert found is not None and [Meta.of(p).name for p in found.pods] == ["arrived"]
 
 
-def test_meta_reads_absent_maps_as_empty() -> None:
-    meta = Meta.of({"metadata": {"name": "bare"}})
-    assert (meta.name, dict(meta.labels), dict(meta.annotations), meta.finalizers) == ("bare", {}, {}, ())
-    assert not meta.deleting
-
-
 def test_the_kept_view_is_the_one_built_with_the_catalog_asked_for() -> None:
     w = world()
     name = _claim(w, status={})
