@@ -45,5 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "image: runs the OCI image `make image` builds (`make image-test` builds it and runs these)",
     )
+    config.addinivalue_line(
+        "markers", "chaos: a chaos scenario (tests/chaos/): left out of make test, run by make chaos"
+    )
     # kr8s warns about any server newer than the versions it was released against; ours is pinned.
     config.addinivalue_line("filterwarnings", "ignore:Kubernetes version .* is not supported:UserWarning")

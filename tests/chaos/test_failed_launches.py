@@ -1,0 +1,103 @@
+"""Launches CAPI cannot complete: a flavor whose Machines never boot, under a short registration timeout.
+The claim goes at the timeout, exactly its Machine with it, and the pod runs on the next flavor while the
+broken one is backed off (no launch storm)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from chaos.chaos_helpers import figure, leaks, running_pods, seconds_until
+from chaos.report import record
+from e2e.e2e_helpers import E2E
+from kapstan.api.wellknown import INSTANCE_TYPE
+from kapstan.capi import contract as c
+from kapstan.controllers import conditions as cond
+from kapstan.kube.kinds import NODEPOOLS
+from kapstan.local import article
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.chaos]
+
+REGISTRATION_TIMEOUT = 45.0
+NEVER = 100_000
+"""A boot delay no test outlives: the Machine is created, its Node never comes."""
+
+
+def test_a_flavor_that_never_boots_is_given_up_at_the_timeout_and_backed_off(chaos: E2E) -> None:
+    run = chaos.run
+    ns = run.namespace
+    objects = [
+        *article.standalone(ns, run.cluster, {}),
+        *article.flavor_pool("broken", ns, run.cluster, "c3-4", boot_delay_seconds=NEVER),
+        *article.flavor_pool("good", ns, run.cluster, "c3-8"),
+    ]
+    chaos(run.setup(objects, [article.deployment("inflate", ns, run.id, 1, "1")]))
+    run.start_operator("--launch-timeout", "30", "--registration-timeout", f"{REGISTRATION_TIMEOUT:.0f}")
+    seen: dict[str, str] = {}  # claim name to flavor, every claim the run made
+    launched_at: dict[str, float] = {}
+    gone_at: dict[str, float] = {}
+
+    async def pod_running() -> bool:
+        claims = await run.claims()
+        now = time.monotonic()
+        for claim in claims:
+            name = claim["metadata"]["name"]
+            seen[name] = claim["metadata"]["labels"].get(INSTANCE_TYPE, "")
+            if cond.is_true(claim, "Launched"):
+                launched_at.setdefault(name, now)
+        for name in set(seen) - {claim["metadata"]["name"] for claim in claims}:
+            gone_at.setdefault(name, now)
+        return len(await running_pods(run, "inflate")) == 1
+
+    timeout = 240.0
+    seconds = chaos(seconds_until(pod_running, timeout))
+    broken = [name for name, flavor in seen.items() if flavor == "c3-4"]
+    late = [
+        gone_at[n] - launched_at[n] - REGISTRATION_TIMEOUT
+        for n in broken
+        if n in gone_at and n in launched_at
+    ]
+    pods = chaos(running_pods(run, "inflate"))
+    on_good = bool(pods) and pods[0]["spec"]["nodeName"] in {
+        claim["status"].get("nodeName")
+        for claim in chaos(run.claims())
+        if seen.get(claim["metadata"]["name"]) == "c3-8"
+    }
+
+    async def clean() -> bool:
+        return not await leaks(run)
+
+    chaos(seconds_until(clean, 90))
+    left = chaos(leaks(run))
+    broken_md = chaos(run.clients[1].get(c.MACHINEDEPLOYMENTS, "broken", ns))
+    pool = chaos(run.clients[0].get(NODEPOOLS, run.pool))
+    backed_off = cond.find(pool, "OfferingsAvailable")
+    passed = (
+        seconds is not None
+        and on_good
+        and len(broken) == 1
+        and bool(late)
+        and max(late) < 15
+        and c.replicas(broken_md) == 0
+        and not left
+        and backed_off is not None
+        and backed_off["status"] == cond.FALSE
+    )
+    record(
+        "Flavor that never boots (registration timeout 45 s)",
+        "claim removed at the timeout, replicas restored, pod Running on the next flavor, the flavor backed "
+        "off (one launch of it)",
+        f"pod Running after {figure(seconds, timeout)}; {len(broken)} c3-4 claim(s); removed "
+        f"{', '.join(f'{x:+.0f} s' for x in late) or 'never'} after the timeout; c3-4 replicas "
+        f"{c.replicas(broken_md)}; pool OfferingsAvailable="
+        f"{backed_off['status'] if backed_off else 'absent'}; {'; '.join(left) or 'no leak'}",
+        passed,
+    )
+    assert seconds is not None, f"the pod did not run within {timeout:.0f}s"
+    assert on_good
+    assert len(broken) == 1, f"c3-4 was launched {len(broken)} times"
+    assert late and max(late) < 15
+    assert c.replicas(broken_md) == 0
+    assert not left
+    assert backed_off is not None and backed_off["status"] == cond.FALSE
