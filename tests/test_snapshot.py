@@ -227,6 +227,17 @@ def test_a_node_whose_nodeclaim_is_deleting_is_no_capacity() -> None:
     assert snapshot_of(CLAIM.replace("name: default-abcde", marked, 1)).nodes == ()
 
 
+def test_a_claim_whose_node_registered_then_vanished_is_no_capacity_in_flight(engine: str) -> None:
+    """Issue 15: a Node deleted out of band left its Registered claim counted as a node on its way, so the
+    pod's replacement stayed Pending ("pods": 1, "nodeclaims": 0)."""
+    vanished = (JOINED % "True").split("---")[0]  # the claim names nodeName machine-1, no such Node
+    pending = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: moved}\nspec:\n  containers: [{name: c, resources: {requests: {cpu: '1'}}}]\n"
+    snapshot = snapshot_of(vanished + pending)
+    assert snapshot.nodes == ()
+    plan = solve(snapshot, engine)
+    assert [c.pods for c in plan.node_claims] == [("default/moved",)]
+
+
 def test_pods_on_a_deleting_node_get_new_capacity(engine: str) -> None:
     snapshot = snapshot_of(DELETING)
     plan = solve(snapshot, engine)

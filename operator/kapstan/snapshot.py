@@ -385,10 +385,11 @@ def _launching(manifests: Manifests) -> list[NodeClaim]:
 def _in_flight(manifests: Manifests, instance_types: Mapping[str, InstanceType]) -> list[Node]:
     """Launching NodeClaims as nodes of their flavor, so pending pods can count on them. Startup taints
     are left out: Karpenter expects them to go away. A claim being deleted is no capacity, though it
-    counts against its NodePool's limits until it is gone (`_usage`)."""
+    counts against its NodePool's limits until it is gone (`_usage`); nor is a claim whose Node registered
+    and then vanished (it names a `nodeName` no Node has): that node is not on its way, it is gone."""
     nodes = []
     for claim in _launching(manifests):
-        if claim.metadata.deletion_timestamp is not None:
+        if claim.metadata.deletion_timestamp is not None or claim.status.node_name:
             continue
         flavor = instance_types.get(claim.metadata.labels.get(INSTANCE_TYPE, ""))
         if flavor is None:

@@ -106,3 +106,17 @@ def size_bound(md: Object, annotation: str) -> int | None:
     """The min- or max-size annotation as an int, None when absent or not a number."""
     value = annotations_of(md).get(annotation, "").strip()
     return int(value) if value.isdigit() else None
+
+
+def machine_failure(machine: Object) -> str:
+    """Why the Machine will never become a node, empty while it still may: phase ``Failed``, or the
+    terminal ``failureReason``/``failureMessage`` v1beta2 keeps under ``status.deprecated.v1beta1`` (set when
+    the infrastructure provider reports a failure)."""
+    legacy = _get(machine, "status", "deprecated", "v1beta1") or {}
+    reason = str(legacy.get("failureReason") or "")
+    message = str(legacy.get("failureMessage") or "")
+    if reason or message:
+        return ": ".join(part for part in (reason, message) if part)
+    if _get(machine, "status", "phase") == "Failed":
+        return "phase Failed"
+    return ""

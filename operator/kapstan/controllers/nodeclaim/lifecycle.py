@@ -10,7 +10,8 @@
 
 A claim that is not Launched 5 minutes after creation, or not Registered 15 minutes after launch, is
 deleted (its Machine goes with it through the termination finalizer), with an Event and a NodePool
-condition (``liveness``), so pods get a fresh decision instead of waiting on a node that will not come.
+condition (``liveness``), so pods get a fresh decision instead of waiting on a node that will not come. A
+launched claim whose Machine or Node is gone or failed is deleted at once (``garbagecollection``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from kapstan.api.wellknown import INITIALIZED, LAUNCHED, REGISTERED
 from kapstan.capi.provider import CloudProvider
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim.garbagecollection import GarbageCollection
 from kapstan.controllers.nodeclaim.initialization import Initialization
 from kapstan.controllers.nodeclaim.launch import CatalogSource, Launch
 from kapstan.controllers.nodeclaim.liveness import Steps, Timeouts
@@ -47,12 +49,16 @@ class Lifecycle:
         steps = Steps(state, events, timeouts or Timeouts(), clock)
         self.timeouts = steps.timeouts
         self.launch = Launch(steps, provider, catalog)
+        self.garbage_collection = GarbageCollection(steps, provider)
         self.registration = Registration(steps)
         self.initialization = Initialization(steps)
 
     async def reconcile(self, claim: Object) -> Result:
         if not cond.is_true(claim, LAUNCHED):
             return await self.launch.reconcile(claim)
+        given_up = await self.garbage_collection.reconcile(claim)
+        if given_up is not None:
+            return given_up
         if not cond.is_true(claim, REGISTERED):
             return await self.registration.reconcile(claim)
         if not cond.is_true(claim, INITIALIZED):

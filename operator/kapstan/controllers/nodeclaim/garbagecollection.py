@@ -1,0 +1,80 @@
+"""A launched NodeClaim whose Machine or Node is gone is deleted at once, as Karpenter's garbage collection
+deletes a NodeClaim whose instance is gone (docs/architecture.md#garbage-collection).
+
+A Machine goes under a claim when someone deletes it by hand, a MachineHealthCheck remediates it, or it
+fails (phase ``Failed``, an infrastructure failure reason); a Node goes when someone deletes it. Either way
+the claim promises capacity that is not there: its pods would wait on it and the planner would count it as
+room. Deleting the claim runs the termination finalizer, which removes exactly the claim's Machine if one is
+left (so a Node deleted by hand takes its Machine and replica with it), and the pods get a fresh decision in
+the next batch. The stores can lag a write by a moment, so "gone" is confirmed against the API server before
+anything is deleted.
+"""
+
+from __future__ import annotations
+
+from kapstan.api.wellknown import MACHINE_ANNOTATION, REGISTERED
+from kapstan.capi import contract as c
+from kapstan.capi.provider import CloudProvider, MachineRef, NotFound
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim.liveness import Steps
+from kapstan.controllers.state import BY_NODECLAIM
+from kapstan.kube.client import Object
+from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
+from kapstan.kube.kinds import NODES
+
+
+class GarbageCollection:
+    def __init__(self, steps: Steps, provider: CloudProvider) -> None:
+        self.steps = steps
+        self.provider = provider
+
+    async def reconcile(self, claim: Object) -> Result | None:
+        """The give-up of a launched claim whose Machine or Node is gone; None while both are there."""
+        lost = await self.lost(claim)
+        if lost is None:
+            return None
+        reason, message = lost
+        return await self.steps.give_up(claim, reason, message)
+
+    async def lost(self, claim: Object) -> tuple[str, str] | None:
+        """(reason, message) when the claim's Machine or Node is gone or failed, else None."""
+        machines = self.steps.state.machines.store.by_index(BY_NODECLAIM, claim["metadata"]["name"])
+        ref = _recorded_machine(claim)
+        if not machines and ref is not None and await self._machine_gone(ref):
+            return "MachineGone", f"its Machine {ref.namespace}/{ref.name} no longer exists"
+        for machine in machines:
+            if c.being_deleted(machine):
+                return "MachineDeleted", f"its Machine {c.display(machine)} is being deleted"
+            failure = c.machine_failure(machine)
+            if failure:
+                return "LaunchFailed", f"its Machine {c.display(machine)} failed: {failure}"
+        node_name = claim.get("status", {}).get("nodeName")
+        if node_name and cond.is_true(claim, REGISTERED) and await self._node_gone(node_name):
+            return "NodeGone", f"its Node {node_name} no longer exists"
+        return None
+
+    async def _machine_gone(self, ref: MachineRef) -> bool:
+        try:
+            await self.provider.get(ref)
+        except NotFound:
+            return True
+        return False
+
+    async def _node_gone(self, name: str) -> bool:
+        if self.steps.state.nodes.store.get(name) is not None:
+            return False
+        try:
+            await self.steps.state.workload.get(NODES, name)
+        except ApiError as error:
+            if error.not_found:
+                return True
+            raise
+        return False
+
+
+def _recorded_machine(claim: Object) -> MachineRef | None:
+    """The Machine the launch recorded on the claim (``kapstan.io/machine: namespace/name``)."""
+    recorded = (claim["metadata"].get("annotations") or {}).get(MACHINE_ANNOTATION, "")
+    namespace, _, name = recorded.partition("/")
+    return MachineRef(namespace, name) if namespace and name else None
