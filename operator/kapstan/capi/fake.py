@@ -63,8 +63,10 @@ class FakeProvider(CloudProvider):
         self._clusters[ref] = (source.namespace, source.cluster)
         return machine
 
-    async def delete(self, machine: MachineRef) -> None:
+    async def delete(self, machine: MachineRef, *, claimed_by: str | None = None) -> None:
         self._record("delete", machine)
+        if machine in self.machines and claimed_by not in (None, self.machines[machine].nodeclaim):
+            return  # claimed since the caller looked
         if machine in self.machines:
             self.machines[machine] = replace(self.machines[machine], deleting=True)
 

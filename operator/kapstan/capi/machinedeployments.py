@@ -15,6 +15,7 @@ import asyncio
 import builtins
 import time
 from collections import defaultdict
+from typing import Any
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
@@ -108,7 +109,7 @@ class MachineDeploymentProvider(CloudProvider):
 
     # -- delete ----------------------------------------------------------------------------------------
 
-    async def delete(self, machine: MachineRef) -> None:
+    async def delete(self, machine: MachineRef, *, claimed_by: str | None = None) -> None:
         what = f"deleting Machine {machine.namespace}/{machine.name}"
         found = await self._get_machine(machine)
         if found is None:
@@ -121,6 +122,8 @@ class MachineDeploymentProvider(CloudProvider):
                 found = await self._get_machine(machine)
                 if found is None or c.being_deleted(found):
                     return
+                if claimed_by is not None and _claim(found) != claimed_by:
+                    return  # claimed since the caller looked: no longer a stray
                 md = await self._get_md(machine.namespace, md_name, what)
                 await self._refuse_if_paused(md, what)
                 # With OnDelete, CAPI replaces outdated Machines only as they are deleted: the MD stays
@@ -137,8 +140,18 @@ class MachineDeploymentProvider(CloudProvider):
                 if lower and minimum is not None and c.replicas(md) - 1 < minimum:
                     raise BelowMinSize(f"{what}: {c.display(md)} is at its min size {minimum}")
                 if c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(found):
-                    mark = {"metadata": {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}}}
-                    await self._client.patch(c.MACHINES, machine.name, mark, namespace=machine.namespace)
+                    mark: dict[str, Any] = {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}}
+                    if claimed_by is not None:
+                        # Conditional: a launch claiming the Machine meanwhile makes this a conflict.
+                        mark["resourceVersion"] = c.resource_version(found)
+                    try:
+                        await self._client.patch(
+                            c.MACHINES, machine.name, {"metadata": mark}, namespace=machine.namespace
+                        )
+                    except ApiError as error:
+                        if claimed_by is not None and error.conflict:
+                            continue
+                        raise
                 if not lower or await self._scale(md, c.replicas(md) - 1):
                     return
 

@@ -87,11 +87,13 @@ class CloudProvider(Protocol):
         """
         ...
 
-    async def delete(self, machine: MachineRef) -> None:
+    async def delete(self, machine: MachineRef, *, claimed_by: str | None = None) -> None:
         """Remove exactly ``machine``: mark it for deletion, then lower its MD's replicas by one.
 
-        Returns at once if it is already deleting or gone. Raises ``Paused``, ``RollingOut`` or
-        ``BelowMinSize``, each before anything is changed.
+        Returns at once if it is already deleting or gone, and, when ``claimed_by`` is given, if the
+        Machine's claim is no longer that one (``""``: nobody's), so a stray Machine a launch has just
+        claimed is not removed under it. Raises ``Paused``, ``RollingOut`` or ``BelowMinSize``, each before
+        anything is changed.
         """
         ...
 

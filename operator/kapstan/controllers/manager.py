@@ -20,7 +20,14 @@ from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
-from kapstan.controllers.nodeclaim import Adoption, Lifecycle, NodeClaimController, Terminator, Timeouts
+from kapstan.controllers.nodeclaim import (
+    Adoption,
+    Lifecycle,
+    NodeClaimController,
+    StrayMachines,
+    Terminator,
+    Timeouts,
+)
 from kapstan.controllers.provisioner import BatchWindow, Provisioner
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
@@ -77,6 +84,10 @@ class Manager:
         terminator = Terminator(self.state, self.provider, self.events, clock=clock)
         self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator, clock=clock)
         self.adoption = Adoption(self.state, self.events, clock=clock)
+        # Machine Events belong with the Machines, in the management cluster.
+        self.strays = StrayMachines(
+            self.state, self.provider, EventRecorder(management, "kapstan", clock=clock), clock=clock
+        )
         self.disruption = Disruption(
             self.state, self.events, options.disruption, engine=options.engine, clock=clock
         )
@@ -117,6 +128,7 @@ class Manager:
             self.provisioner.run(),
             self.nodeclaims.run(),
             self.adoption.run(),
+            self.strays.run(),
             self.disruption.run(),
             self.template_taints.run(),
             self.nodepool_status.run(),

@@ -4,15 +4,22 @@ Such a Node comes from a Machine kapstan did not ask for: a manual scale-up, a r
 template has the taint (docs/architecture.md#capi-facts). The taint would keep every pod off it forever, so
 once it is clear that no NodeClaim will register the Node, kapstan removes the taint and says so in an Event.
 A Node whose Machine is claimed is the lifecycle controller's, and is left alone.
+
+``StrayMachines`` is the other direction: a Machine of a managed MD that no NodeClaim owns is removed
+exactly, with its replica, once nobody is about to claim it (the rule is in docs/architecture.md#strays).
 """
 
 from __future__ import annotations
 
 import logging
 
-from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
+from kapstan.api.wellknown import LAUNCHED, NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
+from kapstan.capi import contract as c
+from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
+from kapstan.catalog.annotations import is_managed
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import ClusterState
+from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder
@@ -64,3 +71,86 @@ class Adoption:
             f"no NodeClaim owns this node: removed the {UNREGISTERED_TAINT_KEY} taint",
         )
         return Result()
+
+
+STRAY_GRACE = 60.0
+"""Seconds a Machine of a managed MD may stay unclaimed: a launch claims the Machine it scaled for within
+seconds of the MachineSet creating it, so one still unclaimed after this is nobody's."""
+STRAY_RECHECK = 15.0
+"""Seconds between looks at a stray while a NodeClaim is waiting to launch (it may take the Machine)."""
+
+
+class StrayMachines:
+    """Machines of managed MDs that no NodeClaim owns are removed exactly (docs/architecture.md#strays).
+
+    They come from replicas someone added by hand, from a MachineSet replacing a Machine deleted out of
+    band after its claim went, or from a launch whose claim was deleted before it claimed its Machine.
+    kapstan owns the replicas of the MDs it manages, so such a Machine is a paid node no NodePool counts
+    and no consolidation would ever remove. It is left alone while it is younger than ``STRAY_GRACE`` or a
+    NodeClaim is waiting to launch (the launch takes a free Machine before scaling), then removed through
+    the provider (delete-machine mark, then one replica less), only if it is still unclaimed by then. An MD
+    at its min size keeps it (its Node is adopted); a paused or rolling-out MD is asked again later.
+    """
+
+    def __init__(
+        self,
+        state: ClusterState,
+        provider: CloudProvider,
+        events: EventRecorder,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.state = state
+        self.provider = provider
+        self.events = events
+        self.clock = clock
+        self.controller = Controller("strays", self.reconcile, clock=clock)
+        state.machines.add_handler(self.controller.enqueue)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    async def reconcile(self, key: str) -> Result:
+        machine = self.state.machines.store.get(key)
+        if machine is None or not self._stray(machine):
+            return Result()
+        age = cond.age_seconds(machine["metadata"].get("creationTimestamp"), self.clock.wall())
+        if age < STRAY_GRACE:
+            return Result(requeue_after=STRAY_GRACE - age)
+        if any(self._waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
+            return Result(requeue_after=STRAY_RECHECK)
+        ref = MachineRef(c.namespace(machine), c.name(machine))
+        owner = c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
+        try:
+            await self.provider.delete(ref, claimed_by=owner)
+        except BelowMinSize as error:
+            log.info("kept stray machine", extra={"machine": key, "reason": str(error)})
+            return Result()
+        except (Paused, RollingOut) as error:
+            log.info("stray machine removal delayed", extra={"machine": key, "reason": str(error)})
+            return Result(requeue_after=STRAY_RECHECK)
+        log.info("removed stray machine", extra={"machine": key, "claimed_by": owner or None})
+        await self.events.emit(
+            machine,
+            "Normal",
+            "StrayMachineRemoved",
+            f"no NodeClaim owns this Machine ({'claim ' + owner + ' is gone' if owner else 'never claimed'}): "
+            "removed it and one replica",
+        )
+        return Result()
+
+    def _stray(self, machine: Object) -> bool:
+        """Unclaimed (or claimed by a NodeClaim that no longer exists), not deleting, in a managed MD."""
+        annotations = c.annotations_of(machine)
+        if c.being_deleted(machine) or c.DELETE_MACHINE_ANNOTATION in annotations:
+            return False
+        owner = annotations.get(NODECLAIM_ANNOTATION, "")
+        if owner and self.state.node_claims.store.get(owner) is not None:
+            return False
+        md_name = c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, "")
+        md = self.state.machine_deployments.store.get_by_name(md_name, c.namespace(machine))
+        return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
+
+    @staticmethod
+    def _waiting_to_launch(claim: Object) -> bool:
+        return not claim["metadata"].get("deletionTimestamp") and not cond.is_true(claim, LAUNCHED)
