@@ -26,6 +26,10 @@ EXPECTED = {
     "karpenter_cluster_state_node_count": ("gauge", set()),
     "karpenter_nodepools_usage": ("gauge", {"resource_type", "nodepool"}),
     "karpenter_nodepools_limit": ("gauge", {"resource_type", "nodepool"}),
+    "karpenter_cloudprovider_instance_type_offering_available": (
+        "gauge",
+        {"instance_type", "capacity_type", "zone"},
+    ),
     "kapstan_cluster_cost_per_hour": ("gauge", {"nodepool"}),
     "kapstan_solver_pods": ("gauge", {"controller", "outcome"}),
     "kapstan_build_info": ("gauge", {"version"}),  # the text format has no info type
@@ -47,6 +51,7 @@ def test_names_types_and_labels_match_karpenter() -> None:
     metrics.PODS_PENDING.labels(metrics.PROVISIONER).set(0)
     metrics.record_plan(metrics.PROVISIONER, new_nodeclaim=0, existing_node=0, unschedulable=0)
     metrics.record_nodepool("names", usage={"cpu": 0}, limits={"cpu": 1}, cost_per_hour=0)
+    metrics.OFFERING_AVAILABLE.labels("names", "on-demand", "names").set(1)
 
     exposed = {}
     for family in text_string_to_metric_families(_exposed()):

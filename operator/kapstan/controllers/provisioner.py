@@ -167,7 +167,7 @@ class Provisioner:
             return []
         for source, problem in skipped:
             await self._report_source(source, problem)
-        snapshot = simulation.snapshot
+        snapshot = self.state.backoff.restrict(simulation.snapshot)
         metrics.PODS_PENDING.labels(metrics.PROVISIONER).set(len(snapshot.pods))
         if not snapshot.pods:
             return []

@@ -39,6 +39,7 @@ from kapstan.controllers.indexes import NODE_NAME as NODE_NAME
 from kapstan.controllers.indexes import PROVIDER_ID as PROVIDER_ID
 from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.nominations import Nominations
+from kapstan.controllers.offerings import OfferingBackoff
 from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.errors import ApiError
@@ -168,6 +169,8 @@ class ClusterState:
         # One clock for the informers' reconnect backoff too, the one every controller reads.
         informer = functools.partial(Informer, clock=clock)
         self.nominations = Nominations(clock)
+        self.backoff = OfferingBackoff(clock)
+        """Offerings unavailable after failed launches, kept out of every plan until their window ends."""
         self.pods = informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
         self.nodes = informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
         self.daemonsets = informer(workload, DAEMONSETS)

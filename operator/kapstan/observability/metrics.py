@@ -167,6 +167,16 @@ SOLVER_PODS = Gauge(
 
 SOLVER_OUTCOMES = ("new_nodeclaim", "existing_node", "unschedulable")
 
+OFFERING_AVAILABLE = Gauge(
+    "karpenter_cloudprovider_instance_type_offering_available",
+    "Instance type offering availability, based on instance type, capacity type, and zone.",
+    ["instance_type", "capacity_type", "zone"],
+    registry=REGISTRY,
+)
+"""``karpenter_cloudprovider_instance_type_offering_available{instance_type, capacity_type, zone}``: 0 while
+an offering is backed off after a failed launch, 1 once a launch of it registers again (only offerings that
+have failed are reported)."""
+
 _lock = threading.Lock()
 # The resource-type series each NodePool was last given, so that stale ones can be removed.
 _nodepool_series: dict[str, set[tuple[Gauge, str]]] = {}

@@ -23,6 +23,8 @@ from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODES
 
+LAUNCH_FAILED = "LaunchFailed"
+
 
 class GarbageCollection:
     def __init__(self, steps: Steps, provider: CloudProvider) -> None:
@@ -35,7 +37,8 @@ class GarbageCollection:
         if lost is None:
             return None
         reason, message = lost
-        return await self.steps.give_up(claim, reason, message)
+        # A failed Machine is the offering's failure; a Machine or Node someone removed is not.
+        return await self.steps.give_up(claim, reason, message, offering_failed=reason == LAUNCH_FAILED)
 
     async def lost(self, claim: Object) -> tuple[str, str] | None:
         """(reason, message) when the claim's Machine or Node is gone or failed, else None."""
@@ -48,7 +51,7 @@ class GarbageCollection:
                 return "MachineDeleted", f"its Machine {c.display(machine)} is being deleted"
             failure = c.machine_failure(machine)
             if failure:
-                return "LaunchFailed", f"its Machine {c.display(machine)} failed: {failure}"
+                return LAUNCH_FAILED, f"its Machine {c.display(machine)} failed: {failure}"
         node_name = claim.get("status", {}).get("nodeName")
         if node_name and cond.is_true(claim, REGISTERED) and await self._node_gone(node_name):
             return "NodeGone", f"its Node {node_name} no longer exists"

@@ -2,7 +2,8 @@
 
 The flavors are tried in the claim's order (the one on its label first, it may have a Machine already,
 then the ranked alternatives of its requirement); a full MD (``InsufficientCapacity``) or a missing one
-moves on to the next, a paused MD or a Machine that did not appear is retried later. The call is
+moves on to the next, and so does an offering backed off after failed launches (``controllers/offerings.py``;
+a full MD backs its offering off too); a paused MD or a Machine that did not appear is retried later. The call is
 idempotent (the claim is written on the Machine), so a retry after a crash finds the same Machine.
 """
 
@@ -57,7 +58,7 @@ class Launch:
         timeouts = self.steps.timeouts
         if self.steps.age(Meta.of(claim).created) > timeouts.launch:
             return await self.steps.give_up(
-                claim, "LaunchTimeout", f"not launched within {timeouts.launch:.0f}s"
+                claim, "LaunchTimeout", f"not launched within {timeouts.launch:.0f}s", offering_failed=True
             )
         simulation = await self.catalog()
         flavors = {it.name: it for it in simulation.snapshot.instance_types}
@@ -69,18 +70,27 @@ class Launch:
             if source is None:
                 refused.append(f"no MachineDeployment or worker class offers {'/'.join(offering)}")
                 continue
+            blocked = self.steps.state.backoff.blocked(offering)
+            if blocked:
+                refused.append(blocked)
+                continue
             if flavor != labels.get(INSTANCE_TYPE):
                 # Record the flavor before launching it: a restarted operator must look for the Machine in
                 # this flavor's MD, not start another one in the first choice's.
                 claim = await self._switch_flavor(claim, flavors, flavor)
             try:
                 machine = await self.provider.create(LaunchRequest(name, source))
-            except (InsufficientCapacity, NotFound) as error:
+            except InsufficientCapacity as error:
+                refused.append(str(error))
+                await self.steps.offering_failed(claim, offering, str(error))
+                continue
+            except NotFound as error:
                 refused.append(str(error))
                 continue
             except (Paused, CreateError) as error:
                 await self.steps.events.emit(claim, "Warning", "LaunchDelayed", str(error))
                 return Result(requeue_after=timeouts.retry)
+            self.steps.state.backoff.launching(offering)
             return await self._launched(claim, machine, source, flavors.get(flavor))
         return await self.steps.give_up(claim, "LaunchFailed", "; ".join(refused) or "no flavor to launch")
 

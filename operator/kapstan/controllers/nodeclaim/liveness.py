@@ -3,6 +3,9 @@
 A claim that does not launch or register in time is deleted (its Machine goes with it through the
 termination finalizer) and its NodePool's ``NodeRegistrationHealthy`` turns False, as Karpenter's
 liveness controller does, so pods get a fresh decision instead of waiting on a node that will not come.
+A launch that failed for the offering's sake (timeouts, a failed Machine, a full MD) also backs the
+offering off (``controllers/offerings.py``): the NodePool's ``OfferingsAvailable`` condition, an Event and
+``karpenter_cloudprovider_instance_type_offering_available`` say so, and a launch that registers clears it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kapstan.api.wellknown import NODEPOOL, REGISTRATION_HEALTHY
+from kapstan.api.wellknown import (
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    OFFERINGS_AVAILABLE,
+    REGISTRATION_HEALTHY,
+    ZONE,
+)
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.offerings import OfferingKey
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
@@ -22,6 +33,7 @@ from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
 from kapstan.kube.meta import Meta
+from kapstan.observability import metrics
 
 log = logging.getLogger(__name__)
 
@@ -58,24 +70,66 @@ class Steps:
             NODECLAIMS, Meta.of(claim).name, {"status": dict(status)}, subresource="status"
         )
 
-    async def give_up(self, claim: Object, reason: str, message: str) -> Result:
+    async def give_up(
+        self, claim: Object, reason: str, message: str, *, offering_failed: bool = False
+    ) -> Result:
+        """Delete the claim, saying why; ``offering_failed``: the offering is to blame, back it off."""
         name = Meta.of(claim).name
         log.warning("deleting nodeclaim", extra={"nodeclaim": name, "reason": reason, "detail": message})
         await self.events.emit(claim, "Warning", reason, f"deleting NodeClaim: {message}")
         if reason.endswith("Timeout"):
             await self.pool_condition(claim, cond.FALSE, reason, f"NodeClaim {name}: {message}")
+        if offering_failed:
+            await self.offering_failed(claim, offering_of(claim), f"{reason}: {message}")
         await self.state.workload.delete(NODECLAIMS, name)
         return Result()
 
-    async def pool_condition(self, claim: Object, status: str, reason: str, message: str) -> None:
-        """Set the NodePool's NodeRegistrationHealthy condition. The status controller writes the pool's
-        other conditions, so this write is conditional on the version read and retried on a conflict."""
+    async def offering_failed(self, claim: Object, offering: OfferingKey, why: str) -> None:
+        """Back ``offering`` off after a failed launch of ``claim``, and say so on its NodePool."""
+        window = self.state.backoff.failed(offering, why)
+        instance_type, zone, capacity_type = offering
+        metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(0)
+        text = f"{'/'.join(offering)} unavailable for {window:.0f}s after a failed launch ({why})"
+        log.warning("offering backed off", extra={"offering": "/".join(offering), "seconds": window})
+        pool = self._pool(claim)
+        if pool is not None:
+            await self.events.emit(pool, "Warning", "OfferingBackedOff", text)
+        await self._offerings_condition(claim)
+
+    async def offering_succeeded(self, claim: Object) -> None:
+        """A launch of the claim's offering registered: available again if it was backed off."""
+        offering = offering_of(claim)
+        if self.state.backoff.succeeded(offering):
+            instance_type, zone, capacity_type = offering
+            metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(1)
+            await self._offerings_condition(claim)
+
+    async def _offerings_condition(self, claim: Object) -> None:
+        blocked = self.state.backoff.unavailable()
+        if blocked:
+            message = "; ".join(blocked.values())
+            await self.pool_condition(claim, cond.FALSE, "OfferingsBackedOff", message, OFFERINGS_AVAILABLE)
+        else:
+            await self.pool_condition(claim, cond.TRUE, OFFERINGS_AVAILABLE, "", OFFERINGS_AVAILABLE)
+
+    def _pool(self, claim: Object) -> Object | None:
+        return self.state.node_pools.store.get(Meta.of(claim).labels.get(NODEPOOL, ""))
+
+    async def pool_condition(
+        self, claim: Object, status: str, reason: str, message: str, kind: str = REGISTRATION_HEALTHY
+    ) -> None:
+        """Set a condition the lifecycle owns on the claim's NodePool (NodeRegistrationHealthy unless
+        ``kind`` says). The status controller writes the pool's other conditions, so this write is
+        conditional on the version read and retried on a conflict."""
         pool_name = Meta.of(claim).labels.get(NODEPOOL, "")
         cached = self.state.node_pools.store.get(pool_name)
-        existing = cond.find(cached, REGISTRATION_HEALTHY) if cached else None
-        if cached is None or (
-            existing and (existing.get("status"), existing.get("reason")) == (status, reason)
-        ):
+        existing = cond.find(cached, kind) if cached else None
+        said = (
+            (existing.get("status"), existing.get("reason"), existing.get("message", ""))
+            if existing
+            else None
+        )
+        if cached is None or said == (status, reason, message):
             return
         for _ in range(3):
             try:
@@ -87,7 +141,7 @@ class Steps:
             meta = Meta.of(pool)
             conditions = cond.with_condition(
                 cond.conditions_of(pool),
-                REGISTRATION_HEALTHY,
+                kind,
                 status,
                 reason,
                 message,
@@ -104,3 +158,9 @@ class Steps:
             except ApiError as error:
                 if not error.conflict:
                     raise
+
+
+def offering_of(claim: Object) -> OfferingKey:
+    """The offering a claim launches: its flavor (the one it fell back to, if it did), zone, capacity type."""
+    labels = claim["metadata"].get("labels") or {}
+    return (labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))

@@ -63,6 +63,7 @@ class Registration:
         conditions = self.steps.condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
         await self.steps.write_status(claim, {"nodeName": node_name, "conditions": conditions})
         await self.steps.pool_condition(claim, cond.TRUE, "NodeRegistered", "")
+        await self.steps.offering_succeeded(claim)
         metrics.NODES_CREATED.labels(entry.pool).inc()
         log.info("registered", extra={"nodeclaim": claim_meta.name, "node": node_name})
         await self.steps.events.emit(claim, "Normal", REGISTERED, f"Node {node_name} registered")
@@ -76,6 +77,7 @@ class Registration:
                 claim,
                 "RegistrationTimeout",
                 f"no Node registered within {timeouts.registration:.0f}s of launch",
+                offering_failed=True,
             )
         return Result(requeue_after=timeouts.poll)
 

@@ -1,0 +1,102 @@
+"""Offerings whose launches fail are backed off, so the planner takes the next-cheapest one meanwhile.
+
+An offering is one flavor in one zone with one capacity type, the unit a launch buys
+(docs/architecture.md#offering-backoff). When a launch of it fails (its Machine failed, never launched or
+never registered in time, its MD was full), it is unavailable for a window that starts at one minute and
+doubles with each failure in a row up to thirty minutes; a launch that registers a Node resets it.
+Unavailable is what the snapshot already says of offerings nobody sells (``Offering.available``), so both
+engines plan the pods onto the next-cheapest compatible offering without knowing why. When the window is
+over, one launch may try the offering again; until that launch registers or fails, the offering stays
+unavailable, so a failing offering gets at most one launch per window instead of a storm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kapstan.kube.clock import SYSTEM_CLOCK, Clock
+from kapstan.scheduling.model import InstanceType, Snapshot
+
+OfferingKey = tuple[str, str, str]
+"""(instance type, zone, capacity type), as the catalog keys its flavor sources."""
+
+INITIAL = 60.0
+MAXIMUM = 1800.0
+
+
+@dataclass
+class _Failing:
+    failures: int
+    until: float
+    reason: str
+    probing: bool = False
+    """A launch is trying the offering again after its window: no other starts until it ends."""
+
+
+class OfferingBackoff:
+    def __init__(
+        self,
+        clock: Clock = SYSTEM_CLOCK,
+        initial: float = INITIAL,
+        maximum: float = MAXIMUM,
+    ) -> None:
+        self._clock = clock
+        self._initial = initial
+        self._maximum = maximum
+        self._failing: dict[OfferingKey, _Failing] = {}
+
+    def failed(self, offering: OfferingKey, reason: str) -> float:
+        """Record a failed launch of ``offering``; returns the seconds it is now unavailable for."""
+        before = self._failing.get(offering)
+        failures = before.failures + 1 if before else 1
+        window = float(min(self._initial * 2 ** (failures - 1), self._maximum))
+        self._failing[offering] = _Failing(failures, self._clock.now() + window, reason)
+        return window
+
+    def succeeded(self, offering: OfferingKey) -> bool:
+        """A launch of ``offering`` registered its Node: it is available again. True if it was backed off."""
+        return self._failing.pop(offering, None) is not None
+
+    def launching(self, offering: OfferingKey) -> None:
+        """A launch of ``offering`` has its Machine: if the offering failed before, this one is its probe."""
+        if offering in self._failing:
+            self._failing[offering].probing = True
+
+    def blocked(self, offering: OfferingKey) -> str:
+        """Why no launch of ``offering`` may start now (empty when one may)."""
+        failing = self._failing.get(offering)
+        if failing is None:
+            return ""
+        left = failing.until - self._clock.now()
+        if left > 0:
+            return f"{'/'.join(offering)} backed off for {left:.0f}s more after {failing.failures} failed launch(es): {failing.reason}"
+        if failing.probing:
+            return (
+                f"{'/'.join(offering)} is being tried again by one launch after {failing.failures} failure(s)"
+            )
+        return ""
+
+    def unavailable(self) -> dict[OfferingKey, str]:
+        """Every offering no new launch may use now, and why."""
+        return {key: why for key in sorted(self._failing) if (why := self.blocked(key))}
+
+    def restrict(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with the backed-off offerings unavailable (the same object when none is)."""
+        blocked = self.unavailable()
+        if not blocked:
+            return snapshot
+        return dataclasses.replace(
+            snapshot,
+            instance_types=tuple(_restricted(it, blocked) for it in snapshot.instance_types),
+        )
+
+
+def _restricted(flavor: InstanceType, blocked: dict[OfferingKey, str]) -> InstanceType:
+    offerings = tuple(
+        dataclasses.replace(o, available=False)
+        if o.available and (flavor.name, o.zone, o.capacity_type) in blocked
+        else o
+        for o in flavor.offerings
+    )
+    return flavor if offerings == flavor.offerings else dataclasses.replace(flavor, offerings=offerings)

@@ -1,0 +1,121 @@
+"""Per-offering backoff on a fake clock (issue 15): an offering whose launch failed is unavailable for a
+window that doubles from 1 to 30 minutes and resets on success; the planner takes the next-cheapest
+offering meanwhile, a launch falls back past it, at most one launch tries it per window, and the NodePool
+(condition, Event) and the metric say why."""
+
+from __future__ import annotations
+
+import asyncio
+
+from builders import article_flavors, make_pod, snapshot
+from controllers.fake_cluster import POOL, World, world
+from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
+from kapstan.capi import LaunchRequest
+from kapstan.catalog.catalog import DEFAULT_ZONE
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
+from kapstan.controllers.offerings import OfferingBackoff
+from kapstan.kube.clock import FakeClock
+from kapstan.observability import metrics
+from kapstan.scheduling import solve
+
+TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
+BROKEN = ("c3-4", DEFAULT_ZONE, "on-demand")
+
+
+def test_the_window_doubles_from_one_minute_to_thirty_and_resets_on_success() -> None:
+    clock = FakeClock()
+    backoff = OfferingBackoff(clock)
+    assert [backoff.failed(BROKEN, "never registered") for _ in range(7)] == [
+        60,
+        120,
+        240,
+        480,
+        960,
+        1800,
+        1800,
+    ]
+    assert backoff.succeeded(BROKEN)
+    assert backoff.failed(BROKEN, "never registered") == 60
+    clock.advance(59)
+    assert "backed off for 1s more after 1 failed launch(es): never registered" in backoff.blocked(BROKEN)
+    clock.advance(1)
+    assert backoff.blocked(BROKEN) == ""
+    assert not backoff.succeeded(("c3-8", DEFAULT_ZONE, "on-demand"))  # never failed
+
+
+def test_after_the_window_one_launch_tries_the_offering_and_holds_it_until_it_ends() -> None:
+    clock = FakeClock()
+    backoff = OfferingBackoff(clock)
+    backoff.failed(BROKEN, "never registered")
+    clock.advance(60)
+    assert backoff.unavailable() == {}
+    backoff.launching(BROKEN)  # the probe
+    assert "being tried again by one launch" in backoff.blocked(BROKEN)
+    assert backoff.failed(BROKEN, "never registered") == 120  # the probe failed too
+    clock.advance(120)
+    backoff.launching(BROKEN)
+    backoff.succeeded(BROKEN)
+    assert backoff.blocked(BROKEN) == ""
+
+
+def test_the_planner_takes_the_next_cheapest_offering_while_one_is_backed_off(engine: str) -> None:
+    backoff = OfferingBackoff(FakeClock())
+    nova = ("c3-4", "nova", "on-demand")
+    before = snapshot([make_pod("p", 1)], article_flavors())
+    assert [c.instance_type for c in solve(before, engine).node_claims] == ["c3-4"]
+    assert backoff.restrict(before) is before
+    backoff.failed(nova, "never registered")
+    after = backoff.restrict(before)
+    assert [c.instance_type for c in solve(after, engine).node_claims] == ["c3-8"]
+    assert [o.available for it in after.instance_types for o in it.offerings] == [False, True, True]
+
+
+def _lifecycle(w: World) -> Lifecycle:
+    return Lifecycle(w.state, w.provider, w.events, w.state.simulation_input, TIMEOUTS, clock=w.clock)
+
+
+def _run(w: World, name: str) -> None:
+    asyncio.run(_lifecycle(w).reconcile(w.claim_now(name)))
+
+
+def test_a_registration_timeout_backs_the_offering_off_and_says_so() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
+    _run(w, name)  # launched on md-c3-4; its Node never comes
+    w.clock.advance(TIMEOUTS.registration + 1)
+    _run(w, name)
+    assert "RegistrationTimeout: no Node registered within 900s" in w.state.backoff.blocked(BROKEN)
+    pool = w.state.node_pools.store.get(POOL)
+    assert pool is not None
+    available = cond.find(pool, OFFERINGS_AVAILABLE)
+    assert available is not None and available["status"] == cond.FALSE
+    assert "c3-4/" + DEFAULT_ZONE + "/on-demand backed off for 60s more" in available["message"]
+    assert w.api.reasons(POOL) == ["OfferingBackedOff"]
+    gauge = metrics.REGISTRY.get_sample_value(
+        "karpenter_cloudprovider_instance_type_offering_available",
+        {"instance_type": "c3-4", "capacity_type": "on-demand", "zone": DEFAULT_ZONE},
+    )
+    assert gauge == 0
+
+
+def test_a_launch_falls_back_past_a_backed_off_offering_and_success_clears_it() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    w.state.backoff.failed(BROKEN, "never registered")
+    name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
+    _run(w, name)
+    assert [c.argument.source.name for c in w.provider.calls if isinstance(c.argument, LaunchRequest)] == [
+        "md-c3-8"
+    ]
+    launched = w.claim_now(name)
+    assert launched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+    w.state.backoff.succeeded(BROKEN)
+    w.state.backoff.failed(("c3-8", DEFAULT_ZONE, "on-demand"), "an earlier failure")
+    w.clock.advance(60)
+    w.node("node-a", launched["status"]["providerID"])
+    _run(w, name)  # registered: c3-8 works again
+    assert w.state.backoff.unavailable() == {}
+    pool = w.state.node_pools.store.get(POOL)
+    assert pool is not None
+    available = cond.find(pool, OFFERINGS_AVAILABLE)
+    assert available is not None and available["status"] == cond.TRUE
