@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kapstan.capi import CreateError, LaunchRequest, MachineRef, RollingOut
+from kapstan.capi import CreateError, LaunchBlocked, LaunchRequest, MachineRef, RollingOut
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
@@ -144,3 +144,35 @@ def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
     launched = asyncio.run(provider.create(LaunchRequest("a", SOURCE)))
     assert (launched.ref.name, launched.nodeclaim) == ("late", "a")
     assert api.md["spec"]["replicas"] == 1
+
+
+def test_a_create_waits_no_longer_than_the_request_allows() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    provider = MachineDeploymentProvider(api, machine_timeout=60.0, poll_interval=0.01)  # type: ignore[arg-type]
+    with pytest.raises(CreateError, match="within 0s"):
+        asyncio.run(asyncio.wait_for(provider.create(LaunchRequest("a", SOURCE, wait=0.05)), 5.0))
+
+
+def test_a_blocked_scale_up_fails_the_create_at_once_and_takes_its_replica_back() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    blocked = "Scaling up from 0 to 1 replicas is blocked because: TestMachineTemplate missing does not exist"
+    # CAPI sets the condition once it sees the new replicas; here it is there from the start.
+    api.md["status"]["conditions"] = [{"type": "ScalingUp", "status": "True", "message": blocked}]
+    with pytest.raises(LaunchBlocked, match="TestMachineTemplate missing does not exist"):
+        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+    assert api.md["spec"]["replicas"] == 0  # blocked before scaling: nothing to take back
+    api.md["status"]["conditions"] = []
+    provider = _provider(api)
+
+    async def scale_then_block() -> None:
+        creating = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
+        while api.md["spec"]["replicas"] == 0:
+            await asyncio.sleep(0.005)
+        api.md["status"]["conditions"] = [{"type": "ScalingUp", "status": "True", "message": blocked}]
+        await creating
+
+    with pytest.raises(LaunchBlocked):
+        asyncio.run(scale_then_block())
+    assert api.md["spec"]["replicas"] == 0  # the replica it added is taken back

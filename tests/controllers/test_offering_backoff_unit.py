@@ -10,7 +10,7 @@ import asyncio
 from builders import article_flavors, make_pod, snapshot
 from controllers.fake_cluster import POOL, World, world
 from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
-from kapstan.capi import LaunchRequest
+from kapstan.capi import LaunchBlocked, LaunchRequest
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
@@ -119,3 +119,13 @@ def test_a_launch_falls_back_past_a_backed_off_offering_and_success_clears_it() 
     assert pool is not None
     available = cond.find(pool, OFFERINGS_AVAILABLE)
     assert available is not None and available["status"] == cond.TRUE
+
+
+def test_a_blocked_scale_up_fails_that_offering_at_once_and_the_launch_falls_back() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    w.provider.fail_next("create", LaunchBlocked("md-c3-4: Scaling up is blocked because: preflight"))
+    name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
+    _run(w, name)
+    assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+    assert cond.is_true(w.claim_now(name), "Launched")
+    assert "blocked because: preflight" in w.state.backoff.blocked(BROKEN)

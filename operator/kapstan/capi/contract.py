@@ -120,3 +120,17 @@ def machine_failure(machine: Object) -> str:
     if _get(machine, "status", "phase") == "Failed":
         return "phase Failed"
     return ""
+
+
+SCALING_UP_CONDITION = "ScalingUp"
+
+
+def scale_up_blocked(md: Object) -> str:
+    """What blocks the MD from creating Machines, from its v1beta2 ``ScalingUp`` condition (CAPI says
+    "Scaling up ... is blocked because ..." for failed MachineSet preflight checks or missing templates);
+    empty when nothing does."""
+    for condition in _get(md, "status", "conditions") or []:
+        message = str(condition.get("message") or "")
+        if condition.get("type") == SCALING_UP_CONDITION and "blocked because" in message:
+            return message
+    return ""

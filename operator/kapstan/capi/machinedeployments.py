@@ -25,6 +25,7 @@ from kapstan.capi.provider import (
     CloudProvider,
     CreateError,
     InsufficientCapacity,
+    LaunchBlocked,
     LaunchedMachine,
     LaunchRequest,
     MachineRef,
@@ -53,14 +54,11 @@ class MachineDeploymentProvider(CloudProvider):
         what = f"launching nodeclaim {request.nodeclaim}"
         md = await self._machine_deployment(request.source, what)
         ns, md_name = c.namespace(md), c.name(md)
+        wait = self._machine_timeout if request.wait is None else min(request.wait, self._machine_timeout)
         async with self._locks[ns, md_name]:
-            deadline = time.monotonic() + self._machine_timeout
+            deadline = time.monotonic() + wait
             scaled = False
             while True:
-                if time.monotonic() > deadline:
-                    raise CreateError(
-                        f"{what}: no new Machine of {ns}/{md_name} within {self._machine_timeout:.0f}s"
-                    )
                 md = await self._get_md(ns, md_name, what)
                 await self._refuse_if_paused(md, what)
                 machines = await self._machines(ns, md_name)
@@ -74,12 +72,20 @@ class MachineDeploymentProvider(CloudProvider):
                         return claimed
                     continue  # someone changed that Machine; look again
                 live = sum(1 for m in machines if not _deleting(m))
+                blocked = c.scale_up_blocked(md)
+                if blocked:
+                    # No Machine will come: take back the replica this call added, not anyone else's.
+                    if scaled and c.replicas(md) > live:
+                        await self._scale(md, c.replicas(md) - 1)
+                    raise LaunchBlocked(f"{what}: {c.display(md)}: {blocked}")
                 # Replicas above the live Machines are Machines on their way (an earlier attempt scaled):
                 # wait for them rather than scaling again.
                 if not scaled and c.replicas(md) <= live:
                     scaled = await self._scale_up(md, what)
                     if not scaled:
                         continue  # the MD changed under us; re-read before deciding again
+                if time.monotonic() > deadline:
+                    raise CreateError(f"{what}: no new Machine of {ns}/{md_name} within {wait:.0f}s")
                 await asyncio.sleep(self._poll_interval)
 
     async def _scale_up(self, md: Object, what: str) -> bool:

@@ -30,6 +30,9 @@ class LaunchRequest:
 
     nodeclaim: str
     source: FlavorSource
+    wait: float | None = None
+    """At most how many seconds ``create`` may wait for a Machine to appear (what is left of the claim's
+    launch timeout); None leaves it to the provider's own bound."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,12 @@ class RollingOut(ProviderError):
     """The MD is rolling out; it is not scaled down until the rollout ends: retry later."""
 
 
+class LaunchBlocked(ProviderError):
+    """CAPI will not create the MD's Machines now (its ScalingUp condition says scaling up is blocked: a
+    MachineSet preflight check, a missing template): pick another offering. Replicas this call added are
+    taken back before it is raised."""
+
+
 class CreateError(ProviderError):
     """The MD was scaled (or had room) but no Machine appeared in time: retry; a retry does not scale again."""
 
@@ -83,7 +92,8 @@ class CloudProvider(Protocol):
         is claimed; else the MD is scaled up by one and the new Machine claimed. So a retry never adds a
         second Machine. A worker-class source whose topology entry does not exist yet gets it added
         first. Raises ``NotFound`` (no such MD or Cluster), ``Paused``, ``InsufficientCapacity`` (max size
-        reached) or ``CreateError`` (no Machine, or no MD for a new entry, appeared in time).
+        reached), ``LaunchBlocked`` (CAPI says scaling up is blocked) or ``CreateError`` (no Machine, or no
+        MD for a new entry, appeared within ``request.wait``).
         """
         ...
 

@@ -26,6 +26,7 @@ from kapstan.capi.provider import (
     CloudProvider,
     CreateError,
     InsufficientCapacity,
+    LaunchBlocked,
     LaunchedMachine,
     LaunchRequest,
     NotFound,
@@ -78,9 +79,11 @@ class Launch:
                 # Record the flavor before launching it: a restarted operator must look for the Machine in
                 # this flavor's MD, not start another one in the first choice's.
                 claim = await self._switch_flavor(claim, flavors, flavor)
+            # The wait for a Machine is bounded by what is left of the launch timeout.
+            left = max(timeouts.launch - self.steps.age(claim["metadata"].get("creationTimestamp")), 0.0)
             try:
-                machine = await self.provider.create(LaunchRequest(name, source))
-            except InsufficientCapacity as error:
+                machine = await self.provider.create(LaunchRequest(name, source, wait=left))
+            except (InsufficientCapacity, LaunchBlocked) as error:
                 refused.append(str(error))
                 await self.steps.offering_failed(claim, offering, str(error))
                 continue
