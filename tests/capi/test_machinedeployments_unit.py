@@ -176,3 +176,18 @@ def test_a_blocked_scale_up_fails_the_create_at_once_and_takes_its_replica_back(
     with pytest.raises(LaunchBlocked):
         asyncio.run(scale_then_block())
     assert api.md["spec"]["replicas"] == 0  # the replica it added is taken back
+
+
+def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:
+    api = FakeApi(replicas=3, machines=["m0"])
+    api.objects["machines", "m1"] = copy.deepcopy(api.objects["machines", "m0"])
+    api.objects["machines", "m1"]["metadata"].update(name="m1", deletionTimestamp="2026-01-01T00:00:00Z")
+    provider = _provider(api)
+    assert asyncio.run(provider.trim("ns", "pool")) == 2
+    assert api.md["spec"]["replicas"] == 1
+    assert asyncio.run(provider.trim("ns", "pool")) == 0
+    api.md["status"]["conditions"] = [{"type": "RollingOut", "status": "True"}]
+    api.md["spec"]["replicas"] = 2
+    with pytest.raises(RollingOut):
+        asyncio.run(provider.trim("ns", "pool"))
+    assert api.md["spec"]["replicas"] == 2

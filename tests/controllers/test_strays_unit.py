@@ -10,7 +10,7 @@ from controllers.fake_cluster import World, world
 from kapstan.capi import BelowMinSize, MachineRef
 from kapstan.capi.fake import FakeProvider
 from kapstan.capi.provider import LaunchedMachine
-from kapstan.controllers.nodeclaim import StrayMachines
+from kapstan.controllers.nodeclaim import LeakedReplicas, StrayMachines
 from kapstan.controllers.nodeclaim.adoption import STRAY_GRACE, STRAY_RECHECK
 from kapstan.kube.controller import Result
 
@@ -83,3 +83,38 @@ def test_the_removal_is_conditional_on_the_machine_still_being_unclaimed() -> No
     assert not provider.machines[REF].deleting
     asyncio.run(provider.delete(REF, claimed_by="default-abc"))
     assert provider.machines[REF].deleting
+
+
+def _leak(w: World, replicas: int) -> str:
+    """Give md-c3-4 ``replicas`` replicas (no Machine is made for them); returns its store key."""
+    md = w.state.machine_deployments.store.get_by_name("md-c3-4", "capi")
+    assert md is not None
+    w.api.put(w.state.machine_deployments.resource, {**md, "spec": {**md["spec"], "replicas": replicas}})
+    return "capi/md-c3-4"
+
+
+def _trims(provider: FakeProvider) -> list[object]:
+    return [call.argument for call in provider.calls if call.method == "trim"]
+
+
+def test_replicas_no_machine_came_for_are_taken_back_once_the_gap_lasts_the_grace() -> None:
+    w = world()
+    key = _leak(w, 1)
+    leaks = LeakedReplicas(w.state, w.provider, clock=w.clock)
+    assert asyncio.run(leaks.reconcile(key)).requeue_after == STRAY_GRACE  # the MachineSet may be slow
+    w.clock.advance(STRAY_GRACE)
+    assert asyncio.run(leaks.reconcile(key)) == Result()
+    assert _trims(w.provider) == [("capi", "md-c3-4")]
+
+
+def test_replicas_are_kept_while_a_claim_waits_to_launch_or_a_machine_fills_them() -> None:
+    w = world()
+    key = _leak(w, 1)
+    leaks = LeakedReplicas(w.state, w.provider, clock=w.clock)
+    asyncio.run(w.claim("c3-4"))
+    asyncio.run(leaks.reconcile(key))
+    w.clock.advance(STRAY_GRACE)
+    assert asyncio.run(leaks.reconcile(key)).requeue_after == STRAY_RECHECK
+    w.machine("md-c3-4-0", "fake://0", claim="someone")
+    assert asyncio.run(leaks.reconcile(key)) == Result()
+    assert _trims(w.provider) == []

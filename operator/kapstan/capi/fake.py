@@ -22,7 +22,7 @@ from kapstan.capi.provider import (
     ProviderError,
 )
 
-Method = Literal["create", "delete", "get", "list"]
+Method = Literal["create", "delete", "trim", "get", "list"]
 
 
 @dataclass
@@ -69,6 +69,11 @@ class FakeProvider(CloudProvider):
             return  # claimed since the caller looked
         if machine in self.machines:
             self.machines[machine] = replace(self.machines[machine], deleting=True)
+
+    async def trim(self, namespace: str, machine_deployment: str) -> int:
+        """Recorded; the fake keeps no replicas, so there is never anything to take back."""
+        self._record("trim", (namespace, machine_deployment))
+        return 0
 
     async def get(self, machine: MachineRef) -> LaunchedMachine:
         self._record("get", machine)

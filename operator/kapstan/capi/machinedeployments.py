@@ -161,6 +161,22 @@ class MachineDeploymentProvider(CloudProvider):
                 if not lower or await self._scale(md, c.replicas(md) - 1):
                     return
 
+    async def trim(self, namespace: str, machine_deployment: str) -> int:
+        what = f"trimming MachineDeployment {namespace}/{machine_deployment}"
+        async with self._locks[namespace, machine_deployment]:
+            while True:
+                md = await self._get_md(namespace, machine_deployment, what)
+                await self._refuse_if_paused(md, what)
+                if c.condition_true(md, c.ROLLING_OUT_CONDITION):
+                    raise RollingOut(f"{what}: {c.display(md)} is rolling out")
+                machines = await self._machines(namespace, machine_deployment)
+                live = sum(1 for m in machines if not _deleting(m))
+                extra = c.replicas(md) - live
+                if extra <= 0:
+                    return 0
+                if await self._scale(md, live):
+                    return extra
+
     # -- get and list ----------------------------------------------------------------------------------
 
     async def get(self, machine: MachineRef) -> LaunchedMachine:

@@ -107,6 +107,13 @@ class CloudProvider(Protocol):
         """
         ...
 
+    async def trim(self, namespace: str, machine_deployment: str) -> int:
+        """Lower the MD's replicas to its live Machines when they exceed them (replicas that launches
+        added for Machines that never came); returns how many were taken back. Serialized with creates
+        and deletes of the MD, so it never takes a replica from a launch in progress in this process.
+        Raises ``NotFound``, ``Paused`` or ``RollingOut``, each before anything is changed."""
+        ...
+
     async def get(self, machine: MachineRef) -> LaunchedMachine:
         """The claimed Machine as it is now (for its providerID). Raises ``NotFound`` if it is gone or
         was never claimed."""

@@ -22,6 +22,7 @@ from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.nodeclaim import (
     Adoption,
+    LeakedReplicas,
     Lifecycle,
     NodeClaimController,
     StrayMachines,
@@ -88,6 +89,7 @@ class Manager:
         self.strays = StrayMachines(
             self.state, self.provider, EventRecorder(management, "kapstan", clock=clock), clock=clock
         )
+        self.leaked_replicas = LeakedReplicas(self.state, self.provider, clock=clock)
         self.disruption = Disruption(
             self.state, self.events, options.disruption, engine=options.engine, clock=clock
         )
@@ -129,6 +131,7 @@ class Manager:
             self.nodeclaims.run(),
             self.adoption.run(),
             self.strays.run(),
+            self.leaked_replicas.run(),
             self.disruption.run(),
             self.template_taints.run(),
             self.nodepool_status.run(),

@@ -6,7 +6,7 @@ deleting one through ``termination``; ``garbagecollection`` deletes a launched c
 gone. ``adoption`` is apart: it watches Nodes and Machines that no claim owns.
 """
 
-from kapstan.controllers.nodeclaim.adoption import Adoption, StrayMachines
+from kapstan.controllers.nodeclaim.adoption import Adoption, LeakedReplicas, StrayMachines
 from kapstan.controllers.nodeclaim.controller import NodeClaimController
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.liveness import Timeouts
@@ -14,6 +14,7 @@ from kapstan.controllers.nodeclaim.termination import TerminationTiming, Termina
 
 __all__ = [
     "Adoption",
+    "LeakedReplicas",
     "Lifecycle",
     "NodeClaimController",
     "StrayMachines",

@@ -6,7 +6,8 @@ once it is clear that no NodeClaim will register the Node, kapstan removes the t
 A Node whose Machine is claimed is the lifecycle controller's, and is left alone.
 
 ``StrayMachines`` is the other direction: a Machine of a managed MD that no NodeClaim owns is removed
-exactly, with its replica, once nobody is about to claim it (the rule is in docs/architecture.md#strays).
+exactly, with its replica, once nobody is about to claim it; ``LeakedReplicas`` takes back replicas that no
+Machine came for (the rule is in docs/architecture.md#strays).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from kapstan.capi import contract as c
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
 from kapstan.catalog.annotations import is_managed
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import ClusterState
+from kapstan.controllers.state import BY_DEPLOYMENT, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
+from kapstan.kube.store import Event
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +119,7 @@ class StrayMachines:
         age = cond.age_seconds(machine["metadata"].get("creationTimestamp"), self.clock.wall())
         if age < STRAY_GRACE:
             return Result(requeue_after=STRAY_GRACE - age)
-        if any(self._waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
+        if any(self.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
             return Result(requeue_after=STRAY_RECHECK)
         ref = MachineRef(c.namespace(machine), c.name(machine))
         owner = c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
@@ -152,5 +154,63 @@ class StrayMachines:
         return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
 
     @staticmethod
-    def _waiting_to_launch(claim: Object) -> bool:
+    def waiting_to_launch(claim: Object) -> bool:
         return not claim["metadata"].get("deletionTimestamp") and not cond.is_true(claim, LAUNCHED)
+
+
+class LeakedReplicas:
+    """Replicas of a managed MD above its Machines, with no NodeClaim waiting to launch, are taken back
+    (docs/architecture.md#strays): a launch scaled up and its claim went before a Machine came (a launch
+    timeout, a MachineSet that never created it). Left alone they make the next launch wait for a Machine
+    that is not coming instead of scaling. The gap must last ``STRAY_GRACE`` first: a MachineSet takes a
+    moment to create the Machines of new replicas."""
+
+    def __init__(self, state: ClusterState, provider: CloudProvider, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.state = state
+        self.provider = provider
+        self.clock = clock
+        self._gap_since: dict[str, float] = {}
+        """MD key to when its replicas were first seen above its Machines, while they stay so."""
+        self.controller = Controller("leaked-replicas", self.reconcile, clock=clock)
+        state.machine_deployments.add_handler(self.controller.enqueue)
+        state.machines.add_handler(self._on_machine)
+
+    async def run(self) -> None:
+        await self.controller.run()
+
+    def _on_machine(self, event: Event) -> None:
+        md = c.labels_of(event.object).get(c.DEPLOYMENT_NAME_LABEL)
+        if md:
+            self.controller.queue.add(f"{c.namespace(event.object)}/{md}")
+
+    async def reconcile(self, key: str) -> Result:
+        md = self.state.machine_deployments.store.get(key)
+        if md is None or not is_managed(c.labels_of(md), c.annotations_of(md)) or not self._gap(md):
+            self._gap_since.pop(key, None)
+            return Result()
+        since = self._gap_since.setdefault(key, self.clock.now())
+        waited = self.clock.now() - since
+        if waited < STRAY_GRACE:
+            return Result(requeue_after=STRAY_GRACE - waited)
+        if any(StrayMachines.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
+            return Result(requeue_after=STRAY_RECHECK)
+        try:
+            taken = await self.provider.trim(c.namespace(md), c.name(md))
+        except (Paused, RollingOut) as error:
+            log.info("leaked replicas kept for now", extra={"machinedeployment": key, "reason": str(error)})
+            return Result(requeue_after=STRAY_RECHECK)
+        self._gap_since.pop(key, None)
+        if taken:
+            log.info("took back leaked replicas", extra={"machinedeployment": key, "replicas": taken})
+        return Result()
+
+    def _gap(self, md: Object) -> bool:
+        machines = self.state.machines.store.by_index(BY_DEPLOYMENT, c.name(md))
+        live = sum(
+            1
+            for m in machines
+            if c.namespace(m) == c.namespace(md)
+            and not c.being_deleted(m)
+            and c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(m)
+        )
+        return c.replicas(md) > live
