@@ -106,6 +106,7 @@ class StrayMachines:
         self.provider = provider
         self.events = events
         self.clock = clock
+        self.cluster = Cluster(state)
         self.controller = Controller("strays", self.reconcile, clock=clock)
         state.machines.add_handler(self.controller.enqueue)
 
@@ -149,8 +150,7 @@ class StrayMachines:
         owner = annotations.get(NODECLAIM_ANNOTATION, "")
         if owner and self.state.node_claims.store.get(owner) is not None:
             return False
-        md_name = c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, "")
-        md = self.state.machine_deployments.store.get_by_name(md_name, c.namespace(machine))
+        md = self.cluster.deployment_of(machine)
         return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
 
     @staticmethod

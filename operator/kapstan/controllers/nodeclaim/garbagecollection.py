@@ -12,12 +12,13 @@ anything is deleted.
 
 from __future__ import annotations
 
-from kapstan.api.wellknown import MACHINE_ANNOTATION, REGISTERED
+from collections.abc import Mapping
+
+from kapstan.api.wellknown import MACHINE_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi.provider import CloudProvider, MachineRef, NotFound
-from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster, Meta
 from kapstan.controllers.nodeclaim.liveness import Steps
-from kapstan.controllers.state import BY_NODECLAIM
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
@@ -30,6 +31,7 @@ class GarbageCollection:
     def __init__(self, steps: Steps, provider: CloudProvider) -> None:
         self.steps = steps
         self.provider = provider
+        self.cluster = Cluster(steps.state)
 
     async def reconcile(self, claim: Object) -> Result | None:
         """The give-up of a launched claim whose Machine or Node is gone; None while both are there."""
@@ -42,18 +44,18 @@ class GarbageCollection:
 
     async def lost(self, claim: Object) -> tuple[str, str] | None:
         """(reason, message) when the claim's Machine or Node is gone or failed, else None."""
-        machines = self.steps.state.machines.store.by_index(BY_NODECLAIM, claim["metadata"]["name"])
-        ref = _recorded_machine(claim)
-        if not machines and ref is not None and await self._machine_gone(ref):
+        entry = self.cluster.of_claim(claim)
+        ref = _recorded_machine(entry.claim_meta.annotations if entry.claim_meta else {})
+        if not entry.machines and ref is not None and await self._machine_gone(ref):
             return "MachineGone", f"its Machine {ref.namespace}/{ref.name} no longer exists"
-        for machine in machines:
-            if c.being_deleted(machine):
+        for machine in entry.machines:
+            if Meta.of(machine).deleting:
                 return "MachineDeleted", f"its Machine {c.display(machine)} is being deleted"
             failure = c.machine_failure(machine)
             if failure:
                 return LAUNCH_FAILED, f"its Machine {c.display(machine)} failed: {failure}"
-        node_name = claim.get("status", {}).get("nodeName")
-        if node_name and cond.is_true(claim, REGISTERED) and await self._node_gone(node_name):
+        node_name = entry.recorded_node_name
+        if node_name and entry.registered and entry.node is None and await self._node_gone(node_name):
             return "NodeGone", f"its Node {node_name} no longer exists"
         return None
 
@@ -65,8 +67,6 @@ class GarbageCollection:
         return False
 
     async def _node_gone(self, name: str) -> bool:
-        if self.steps.state.nodes.store.get(name) is not None:
-            return False
         try:
             await self.steps.state.workload.get(NODES, name)
         except ApiError as error:
@@ -76,8 +76,7 @@ class GarbageCollection:
         return False
 
 
-def _recorded_machine(claim: Object) -> MachineRef | None:
+def _recorded_machine(annotations: Mapping[str, str]) -> MachineRef | None:
     """The Machine the launch recorded on the claim (``kapstan.io/machine: namespace/name``)."""
-    recorded = (claim["metadata"].get("annotations") or {}).get(MACHINE_ANNOTATION, "")
-    namespace, _, name = recorded.partition("/")
+    namespace, _, name = annotations.get(MACHINE_ANNOTATION, "").partition("/")
     return MachineRef(namespace, name) if namespace and name else None

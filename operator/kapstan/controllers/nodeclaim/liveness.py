@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kapstan.api.wellknown import (
-    CAPACITY_TYPE,
-    INSTANCE_TYPE,
     NODEPOOL,
     OFFERINGS_AVAILABLE,
     REGISTRATION_HEALTHY,
-    ZONE,
 )
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.offerings import OfferingKey
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
@@ -80,7 +78,9 @@ class Steps:
         if reason.endswith("Timeout"):
             await self.pool_condition(claim, cond.FALSE, reason, f"NodeClaim {name}: {message}")
         if offering_failed:
-            await self.offering_failed(claim, offering_of(claim), f"{reason}: {message}")
+            await self.offering_failed(
+                claim, Cluster(self.state).of_claim(claim).offering, f"{reason}: {message}"
+            )
         await self.state.workload.delete(NODECLAIMS, name)
         return Result()
 
@@ -98,7 +98,7 @@ class Steps:
 
     async def offering_succeeded(self, claim: Object) -> None:
         """A launch of the claim's offering registered: available again if it was backed off."""
-        offering = offering_of(claim)
+        offering = Cluster(self.state).of_claim(claim).offering
         if self.state.backoff.succeeded(offering):
             instance_type, zone, capacity_type = offering
             metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(1)
@@ -158,9 +158,3 @@ class Steps:
             except ApiError as error:
                 if not error.conflict:
                     raise
-
-
-def offering_of(claim: Object) -> OfferingKey:
-    """The offering a claim launches: its flavor (the one it fell back to, if it did), zone, capacity type."""
-    labels = claim["metadata"].get("labels") or {}
-    return (labels.get(INSTANCE_TYPE, ""), labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, ""))
