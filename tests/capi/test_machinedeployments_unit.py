@@ -157,10 +157,10 @@ def test_a_create_waits_no_longer_than_the_request_allows() -> None:
 def test_a_blocked_scale_up_fails_the_create_at_once_and_takes_its_replica_back() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False
-    blocked = "Scaling up from 0 to 1 replicas is blocked because: TestMachineTemplate missing does not exist"
+    blocked = "Scaling up from 0 to 1 replicas is blocked because TestMachineTemplate does not exist"
     # CAPI sets the condition once it sees the new replicas; here it is there from the start.
     api.md["status"]["conditions"] = [{"type": "ScalingUp", "status": "True", "message": blocked}]
-    with pytest.raises(LaunchBlocked, match="TestMachineTemplate missing does not exist"):
+    with pytest.raises(LaunchBlocked, match="TestMachineTemplate does not exist"):
         asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
     assert api.md["spec"]["replicas"] == 0  # blocked before scaling: nothing to take back
     api.md["status"]["conditions"] = []

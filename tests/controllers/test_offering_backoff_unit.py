@@ -123,9 +123,11 @@ def test_a_launch_falls_back_past_a_backed_off_offering_and_success_clears_it() 
 
 def test_a_blocked_scale_up_fails_that_offering_at_once_and_the_launch_falls_back() -> None:
     w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
-    w.provider.fail_next("create", LaunchBlocked("md-c3-4: Scaling up is blocked because: preflight"))
+    w.provider.fail_next(
+        "create", LaunchBlocked("md-c3-4: Scaling up is blocked because TestMachineTemplate does not exist")
+    )
     name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
     _run(w, name)
     assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
     assert cond.is_true(w.claim_now(name), "Launched")
-    assert "blocked because: preflight" in w.state.backoff.blocked(BROKEN)
+    assert "blocked because TestMachineTemplate does not exist" in w.state.backoff.blocked(BROKEN)

@@ -127,7 +127,8 @@ SCALING_UP_CONDITION = "ScalingUp"
 
 def scale_up_blocked(md: Object) -> str:
     """What blocks the MD from creating Machines, from its v1beta2 ``ScalingUp`` condition (CAPI says
-    "Scaling up ... is blocked because ..." for failed MachineSet preflight checks or missing templates);
+    "Scaling up from 0 to 1 replicas is blocked because TestMachineTemplate does not exist" when a template
+    is missing; failed MachineSet preflight checks show on the MachineSet's condition only, not here);
     empty when nothing does."""
     for condition in _get(md, "status", "conditions") or []:
         message = str(condition.get("message") or "")

@@ -74,7 +74,7 @@ class RollingOut(ProviderError):
 
 class LaunchBlocked(ProviderError):
     """CAPI will not create the MD's Machines now (its ScalingUp condition says scaling up is blocked: a
-    MachineSet preflight check, a missing template): pick another offering. Replicas this call added are
+    missing bootstrap or infrastructure template): pick another offering. Replicas this call added are
     taken back before it is raised."""
 
 
