@@ -118,3 +118,17 @@ def test_replicas_are_kept_while_a_claim_waits_to_launch_or_a_machine_fills_them
     w.machine("md-c3-4-0", "fake://0", claim="someone")
     assert asyncio.run(leaks.reconcile(key)) == Result()
     assert _trims(w.provider) == []
+
+
+def test_a_stray_whose_node_runs_workload_pods_is_kept_until_they_are_gone() -> None:
+    w = world()
+    w.machine("md-c3-4-manual", "fake://manual")
+    w.node("manual", "fake://manual", taints=[])
+    w.pod("agent-x", "manual", daemonset=True)
+    pod = w.pod("web-0", "manual")
+    w.clock.advance(STRAY_GRACE)
+    assert _reconcile(w).requeue_after == STRAY_GRACE
+    assert _deletes(w.provider) == []
+    w.state.pods.store.delete(pod)  # only the DaemonSet's pod is left
+    _reconcile(w)
+    assert _deletes(w.provider) == [REF]

@@ -19,7 +19,8 @@ from kapstan.capi import contract as c
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
 from kapstan.catalog.annotations import is_managed
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.state import BY_DEPLOYMENT, ClusterState
+from kapstan.controllers.pods import drained
+from kapstan.controllers.state import BY_DEPLOYMENT, NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
@@ -88,10 +89,11 @@ class StrayMachines:
     They come from replicas someone added by hand, from a MachineSet replacing a Machine deleted out of
     band after its claim went, or from a launch whose claim was deleted before it claimed its Machine.
     kapstan owns the replicas of the MDs it manages, so such a Machine is a paid node no NodePool counts
-    and no consolidation would ever remove. It is left alone while it is younger than ``STRAY_GRACE`` or a
-    NodeClaim is waiting to launch (the launch takes a free Machine before scaling), then removed through
-    the provider (delete-machine mark, then one replica less), only if it is still unclaimed by then. An MD
-    at its min size keeps it (its Node is adopted); a paused or rolling-out MD is asked again later.
+    and no consolidation would ever remove. It is left alone while it is younger than ``STRAY_GRACE``, a
+    NodeClaim is waiting to launch (the launch takes a free Machine before scaling) or its Node runs
+    workload pods (they are not evicted for no plan of ours), then removed through the provider
+    (delete-machine mark, then one replica less), only if it is still unclaimed by then. An MD at its min
+    size keeps it (its Node is adopted); a paused or rolling-out MD is asked again later.
     """
 
     def __init__(
@@ -106,7 +108,7 @@ class StrayMachines:
         self.provider = provider
         self.events = events
         self.clock = clock
-        self.cluster = Cluster(state)
+        self.cluster = state.view
         self.controller = Controller("strays", self.reconcile, clock=clock)
         state.machines.add_handler(self.controller.enqueue)
 
@@ -122,6 +124,10 @@ class StrayMachines:
             return Result(requeue_after=STRAY_GRACE - age)
         if any(self.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
             return Result(requeue_after=STRAY_RECHECK)
+        if self._runs_workload(machine):
+            # Pods landed on it (its Node was adopted, untainted): removing it would evict them for no
+            # plan of ours. It is removed once they are gone.
+            return Result(requeue_after=STRAY_GRACE)
         ref = MachineRef(c.namespace(machine), c.name(machine))
         owner = c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
         try:
@@ -152,6 +158,16 @@ class StrayMachines:
             return False
         md = self.cluster.deployment_of(machine)
         return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
+
+    def _runs_workload(self, machine: Object) -> bool:
+        """Whether the Machine's Node runs pods a drain would move (not DaemonSet or static pods)."""
+        provider_id = c.provider_id(machine)
+        nodes = self.state.nodes.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
+        return any(
+            drained(pod)
+            for node in nodes
+            for pod in self.state.pods.store.by_index(NODE_NAME, Meta.of(node).name)
+        )
 
     @staticmethod
     def waiting_to_launch(claim: Object) -> bool:
