@@ -13,6 +13,7 @@ from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
 from kapstan.capi import LaunchBlocked, LaunchRequest
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
 from kapstan.controllers.offerings import OfferingBackoff
 from kapstan.kube.clock import FakeClock
@@ -131,3 +132,15 @@ def test_a_blocked_scale_up_fails_that_offering_at_once_and_the_launch_falls_bac
     assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
     assert cond.is_true(w.claim_now(name), "Launched")
     assert "blocked because TestMachineTemplate does not exist" in w.state.backoff.blocked(BROKEN)
+
+
+def test_consolidation_plans_without_a_backed_off_offering() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    observer = Disruption(w.state, w.events, DisruptionOptions(), clock=w.clock).observer
+    before = asyncio.run(observer._snapshot())
+    assert before is not None
+    w.state.backoff.failed(BROKEN, "never registered")
+    after = asyncio.run(observer._snapshot())
+    assert after is not None
+    available = {(it.name, o.available) for it in after.instance_types for o in it.offerings}
+    assert available == {("c3-4", False), ("c3-8", True)}

@@ -179,7 +179,9 @@ class Observer:
                 await self.events.emit(claim, "Normal", "DisruptionBlocked", found.blocked)
 
     async def _snapshot(self) -> Snapshot | None:
-        return await self.snapshots.get(self._build_snapshot)
+        snapshot = await self.snapshots.get(self._build_snapshot)
+        # Backed-off offerings are applied after the memo: the backoff is no store, it changes with time.
+        return None if snapshot is None else self.state.backoff.restrict(snapshot)
 
     async def _build_snapshot(self) -> Snapshot | None:
         gathered = await self.state.gather()
