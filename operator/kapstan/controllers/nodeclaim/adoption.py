@@ -119,7 +119,7 @@ class StrayMachines:
         machine = self.state.machines.store.get(key)
         if machine is None or not self._stray(machine):
             return Result()
-        age = cond.age_seconds(machine["metadata"].get("creationTimestamp"), self.clock.wall())
+        age = cond.age_seconds(Meta.of(machine).created, self.clock.wall())
         if age < STRAY_GRACE:
             return Result(requeue_after=STRAY_GRACE - age)
         if any(self.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
@@ -171,7 +171,7 @@ class StrayMachines:
 
     @staticmethod
     def waiting_to_launch(claim: Object) -> bool:
-        return not claim["metadata"].get("deletionTimestamp") and not cond.is_true(claim, LAUNCHED)
+        return not Meta.of(claim).deleting and not cond.is_true(claim, LAUNCHED)
 
 
 class LeakedReplicas:

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from kapstan.api.wellknown import MACHINE_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi.provider import CloudProvider, MachineRef, NotFound
-from kapstan.controllers.cluster import Cluster, Meta
+from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODES
+from kapstan.kube.meta import Meta
 
 LAUNCH_FAILED = "LaunchFailed"
 

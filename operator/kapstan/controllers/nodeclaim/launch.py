@@ -80,7 +80,7 @@ class Launch:
                 # this flavor's MD, not start another one in the first choice's.
                 claim = await self._switch_flavor(claim, flavors, flavor)
             # The wait for a Machine is bounded by what is left of the launch timeout.
-            left = max(timeouts.launch - self.steps.age(claim["metadata"].get("creationTimestamp")), 0.0)
+            left = max(timeouts.launch - self.steps.age(Meta.of(claim).created), 0.0)
             try:
                 machine = await self.provider.create(LaunchRequest(name, source, wait=left))
             except (InsufficientCapacity, LaunchBlocked) as error:
