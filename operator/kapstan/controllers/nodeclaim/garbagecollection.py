@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from kapstan.api.wellknown import MACHINE_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi.provider import CloudProvider, MachineRef, NotFound
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -32,7 +31,7 @@ class GarbageCollection:
     def __init__(self, steps: Steps, provider: CloudProvider) -> None:
         self.steps = steps
         self.provider = provider
-        self.cluster = Cluster(steps.state)
+        self.cluster = steps.state.view
 
     async def reconcile(self, claim: Object) -> Result | None:
         """The give-up of a launched claim whose Machine or Node is gone; None while both are there."""

@@ -21,7 +21,6 @@ from kapstan.api.wellknown import (
     REGISTRATION_HEALTHY,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.cluster import Cluster
 from kapstan.controllers.offerings import OfferingKey
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
@@ -79,7 +78,7 @@ class Steps:
             await self.pool_condition(claim, cond.FALSE, reason, f"NodeClaim {name}: {message}")
         if offering_failed:
             await self.offering_failed(
-                claim, Cluster(self.state).of_claim(claim).offering, f"{reason}: {message}"
+                claim, self.state.view.of_claim(claim).offering, f"{reason}: {message}"
             )
         await self.state.workload.delete(NODECLAIMS, name)
         return Result()
@@ -98,7 +97,7 @@ class Steps:
 
     async def offering_succeeded(self, claim: Object) -> None:
         """A launch of the claim's offering registered: available again if it was backed off."""
-        offering = Cluster(self.state).of_claim(claim).offering
+        offering = self.state.view.of_claim(claim).offering
         if self.state.backoff.succeeded(offering):
             instance_type, zone, capacity_type = offering
             metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(1)
