@@ -98,28 +98,10 @@ impl std::fmt::Display for Problem<'_> {
 
 impl Scheduler<'_> {
     pub fn checks(&mut self, pod_id: usize, prefs: &Preferences) -> Checks {
+        let spread = self.spread_checks(pod_id, prefs);
+        let rules = self.rules_counting(pod_id);
         let pod = &self.pods[pod_id];
         let topo = &mut self.topology;
-        let mut spread = Vec::new();
-        for constraint in prefs.spread(pod) {
-            let gid = topo.id_of(&spread_group(pod, &constraint));
-            let universe = topo.universe(self.snapshot, pod, &constraint);
-            let self_match = i64::from(topo.groups[gid].selects(pod));
-            spread.push(SpreadCheck {
-                constraint,
-                group: gid,
-                universe,
-                self_match,
-            });
-        }
-        if let std::collections::hash_map::Entry::Vacant(slot) = self.rules_of.entry(pod_id) {
-            let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).iter().copied().collect();
-            let rules = (0..topo.rules.len())
-                .filter(|&r| selecting.contains(&topo.rules[r].group))
-                .collect();
-            slot.insert(rules);
-        }
-        let rules = self.rules_of[&pod_id].clone();
         let affinity = prefs
             .affinity(pod)
             .iter()
@@ -162,6 +144,39 @@ impl Scheduler<'_> {
             symmetric_anti,
             keys,
         }
+    }
+
+    /// The pod's spread constraints under these preferences, each with its group and domains.
+    fn spread_checks(&mut self, pod_id: usize, prefs: &Preferences) -> Vec<SpreadCheck> {
+        let pod = &self.pods[pod_id];
+        let topo = &mut self.topology;
+        let mut spread = Vec::new();
+        for constraint in prefs.spread(pod) {
+            let gid = topo.id_of(&spread_group(pod, &constraint));
+            let universe = topo.universe(self.snapshot, pod, &constraint);
+            let self_match = i64::from(topo.groups[gid].selects(pod));
+            spread.push(SpreadCheck {
+                constraint,
+                group: gid,
+                universe,
+                self_match,
+            });
+        }
+        spread
+    }
+
+    /// The spread rules of pending pods whose group counts this pod (kept per pod: they never change).
+    fn rules_counting(&mut self, pod_id: usize) -> Vec<usize> {
+        let pod = &self.pods[pod_id];
+        let topo = &mut self.topology;
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.rules_of.entry(pod_id) {
+            let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).iter().copied().collect();
+            let rules = (0..topo.rules.len())
+                .filter(|&r| selecting.contains(&topo.rules[r].group))
+                .collect();
+            slot.insert(rules);
+        }
+        self.rules_of[&pod_id].clone()
     }
 
     fn spread_allows(&self, spread: &SpreadCheck, value: Option<&str>) -> bool {

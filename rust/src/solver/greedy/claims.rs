@@ -52,28 +52,8 @@ pub(super) struct Start {
 impl Scheduler<'_> {
     /// Whether the pod can join the claim, and what that changes; otherwise why not.
     pub fn evaluate(&self, claim: &Claim, checks: &Checks) -> Result<Addition, String> {
-        let pod = &self.pods[checks.pod];
-        let view = &self.pools[claim.view];
-        if let Some(taint) = untolerated(&pod.tolerations, &view.pool.taints, checks.prefer) {
-            return Err(format!("does not tolerate the NodePool's taint {taint}"));
-        }
-        let mut merged = self.merge(&claim.requirements, &checks.requirements)?;
-        if pod
-            .host_ports
-            .iter()
-            .any(|a| claim.ports.iter().any(|b| a.conflicts(b)))
-        {
-            return Err("host port already taken".into());
-        }
-        let open_keys = checks
-            .keys
-            .iter()
-            .any(|k| k != HOSTNAME && !merged.pinned(k));
-        let needs_all = open_keys
-            || merged
-                .0
-                .iter()
-                .any(|r| r.min_values.is_some_and(|m| m != 0));
+        let mut merged = self.admit(claim, checks)?;
+        let needs_all = needs_every_flavor(checks, &merged);
         // A claim without pods comes straight from `open_claim`, which kept only the flavors that hold
         // the pod under these same merged requirements: filtering them again would keep them all.
         let mut flavors: FlavorList = if needs_all && !claim.pods.is_empty() {
@@ -99,41 +79,64 @@ impl Scheduler<'_> {
         } else {
             Some(claim.flavors[0].clone())
         };
-        // `merged` may have narrowed since.
-        let offers = Offers::of(&merged);
-        let head = flavors.iter().position(|f| {
-            (needs_all || self.holds(claim, checks, &merged, &offers, f))
-                && view.within_limits(f, replacing.as_deref())
-        });
-        let Some(head) = head else {
-            if needs_all
-                || flavors
-                    .iter()
-                    .any(|f| self.holds(claim, checks, &merged, &offers, f))
-            {
-                return Err(format!("limits reached ({})", limits_text(view)));
-            }
-            return Err("no flavor has room for it".into());
-        };
+        let head =
+            self.first_within_limits(claim, checks, &merged, &flavors, needs_all, &replacing)?;
         flavors.drop_front(head);
-        for req in &merged.0 {
-            if let Some(min) = req.min_values.filter(|&m| m != 0) {
-                let distinct: BTreeSet<String> = flavors
-                    .iter()
-                    .flat_map(|f| f.label(&req.key, &merged))
-                    .collect();
-                if (distinct.len() as i64) < min {
-                    return Err(format!(
-                        "fewer than minValues {min} flavors left for {}",
-                        req.key
-                    ));
-                }
-            }
-        }
+        min_values_problem(&flavors, &merged)?;
         Ok(Addition {
             requirements: merged,
             flavors,
             replacing,
+        })
+    }
+
+    /// The claim's requirements merged with the pod's, unless the pool's taints, the merge or a host
+    /// port already taken on the claim turn the pod away.
+    fn admit(&self, claim: &Claim, checks: &Checks) -> Result<Reqs, String> {
+        let pod = &self.pods[checks.pod];
+        let view = &self.pools[claim.view];
+        if let Some(taint) = untolerated(&pod.tolerations, &view.pool.taints, checks.prefer) {
+            return Err(format!("does not tolerate the NodePool's taint {taint}"));
+        }
+        let merged = self.merge(&claim.requirements, &checks.requirements)?;
+        if pod
+            .host_ports
+            .iter()
+            .any(|a| claim.ports.iter().any(|b| a.conflicts(b)))
+        {
+            return Err("host port already taken".into());
+        }
+        Ok(merged)
+    }
+
+    /// Where the claim's new head flavor is: the first that holds the pod (every one does when
+    /// `needs_all` filtered them) within the pool's limits; otherwise whether limits or room failed.
+    fn first_within_limits(
+        &self,
+        claim: &Claim,
+        checks: &Checks,
+        merged: &Reqs,
+        flavors: &FlavorList,
+        needs_all: bool,
+        replacing: &Option<Rc<Flavor>>,
+    ) -> Result<usize, String> {
+        let view = &self.pools[claim.view];
+        // `merged` may have narrowed since the flavors were filtered.
+        let offers = Offers::of(merged);
+        let head = flavors.iter().position(|f| {
+            (needs_all || self.holds(claim, checks, merged, &offers, f))
+                && view.within_limits(f, replacing.as_deref())
+        });
+        head.ok_or_else(|| {
+            if needs_all
+                || flavors
+                    .iter()
+                    .any(|f| self.holds(claim, checks, merged, &offers, f))
+            {
+                format!("limits reached ({})", limits_text(view))
+            } else {
+                "no flavor has room for it".into()
+            }
         })
     }
 
@@ -196,28 +199,7 @@ impl Scheduler<'_> {
         checks: &Checks,
         restrict: Option<&str>,
     ) -> Result<usize, String> {
-        let opening = match self.opening[view_at].get(&checks.requirements) {
-            Some(found) => found.clone(),
-            None => {
-                let view = &self.pools[view_at];
-                let found = self.merge(&view.base, &checks.requirements).map(|merged| {
-                    let flavors = view
-                        .flavors
-                        .iter()
-                        .filter(|f| f.compatible(&merged))
-                        .cloned()
-                        .collect();
-                    Rc::new(Opening {
-                        merged,
-                        compatible: Rc::new(flavors),
-                        roomy: RefCell::default(),
-                    })
-                });
-                self.opening[view_at].insert(checks.requirements.clone(), found.clone());
-                found
-            }
-        };
-        let opening = opening?;
+        let opening = self.opening_for(view_at, &checks.requirements)?;
         let pod = &self.pods[checks.pod];
         let key = StartKey {
             restrict: restrict.map(str::to_string),
@@ -253,6 +235,30 @@ impl Scheduler<'_> {
         let at = self.claims.len() - 1;
         self.commit(at, checks.pod, addition);
         Ok(at)
+    }
+
+    /// The pool's requirements merged with the pod's and the pool's flavors compatible with them (or why
+    /// the merge fails), worked out once per pool and pod requirements.
+    fn opening_for(&mut self, view_at: usize, pod_reqs: &Reqs) -> Result<Rc<Opening>, String> {
+        if let Some(found) = self.opening[view_at].get(pod_reqs) {
+            return found.clone();
+        }
+        let view = &self.pools[view_at];
+        let found = self.merge(&view.base, pod_reqs).map(|merged| {
+            let flavors = view
+                .flavors
+                .iter()
+                .filter(|f| f.compatible(&merged))
+                .cloned()
+                .collect();
+            Rc::new(Opening {
+                merged,
+                compatible: Rc::new(flavors),
+                roomy: RefCell::default(),
+            })
+        });
+        self.opening[view_at].insert(pod_reqs.clone(), found.clone());
+        found
     }
 
     /// The compatible flavors a new claim for the pod starts from: held to `restrict`, tolerated,
@@ -314,6 +320,38 @@ impl Scheduler<'_> {
         }
         too_big(pod, &flavors)
     }
+}
+
+/// Whether every flavor left must be checked against the pod: a topology key still open (its domain
+/// is chosen among the flavors) or a minValues requirement (it counts them).
+fn needs_every_flavor(checks: &Checks, merged: &Reqs) -> bool {
+    checks
+        .keys
+        .iter()
+        .any(|k| k != HOSTNAME && !merged.pinned(k))
+        || merged
+            .0
+            .iter()
+            .any(|r| r.min_values.is_some_and(|m| m != 0))
+}
+
+/// The first minValues requirement the flavors left no longer meet, as a reason.
+fn min_values_problem(flavors: &FlavorList, merged: &Reqs) -> Result<(), String> {
+    for req in &merged.0 {
+        if let Some(min) = req.min_values.filter(|&m| m != 0) {
+            let distinct: BTreeSet<String> = flavors
+                .iter()
+                .flat_map(|f| f.label(&req.key, merged))
+                .collect();
+            if (distinct.len() as i64) < min {
+                return Err(format!(
+                    "fewer than minValues {min} flavors left for {}",
+                    req.key
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn limits_text(view: &PoolView) -> String {

@@ -12,6 +12,13 @@ use crate::solver::targets::{Claim, Flavor, FlavorList, OFFERING_KEYS};
 /// How many domain choices one placement may try across its topology keys (`settle_domains`).
 const SETTLE_TRIES: i64 = 32;
 
+/// An open topology key being settled: its position among the pod's keys and the domains that pass.
+struct KeyChoice<'k> {
+    at: usize,
+    key: &'k str,
+    candidates: &'k [&'k str],
+}
+
 impl Scheduler<'_> {
     /// Pick the claim's domain for every topology key the pod is part of, pinning it in `merged`; the
     /// flavors left, or the reason met along the best choices. A choice that leaves a later key no
@@ -63,48 +70,68 @@ impl Scheduler<'_> {
                 continue;
             }
             let candidates: Vec<&str> = passing.iter().filter_map(|v| v.as_deref()).collect();
-            let best = self.best_domain(checks, key, &candidates, &flavors, &merged);
-            let mut rest: Option<Vec<String>> = None;
-            let mut next = 0;
-            let mut value = best.clone();
-            let mut first_failure: Option<String> = None;
-            loop {
-                *tries -= 1;
-                let mut narrowed = merged.clone();
-                narrowed.add(Requirement::exactly(key, &value));
-                // Every flavor here was compatible before `key` narrowed (evaluate filters them when
-                // a key is open), so only `key` can turn one away now.
-                let mask = flavors
-                    .first()
-                    .map(|f| f.table.mask(&narrowed))
-                    .unwrap_or_default();
-                let left = flavors.filtered(|f| f.compatible_narrowed(key, &narrowed, &mask));
-                let outcome = if left.is_empty() {
-                    Err(format!("no flavor is offered with {key}={value}"))
-                } else {
-                    self.settle_from(claim, checks, at + 1, narrowed, left, tries)
-                };
-                match outcome {
-                    Ok(settled) => return Ok(settled),
-                    Err(why) => {
-                        first_failure.get_or_insert(why);
-                    }
-                }
-                if *tries <= 0 {
-                    break;
-                }
-                let rest = rest.get_or_insert_with(|| {
-                    self.ranked_domains(checks, key, &candidates, &flavors, &merged, &best)
-                });
-                let Some(following) = rest.get(next) else {
-                    break;
-                };
-                value = following.clone();
-                next += 1;
-            }
-            return Err(first_failure.expect("one choice was tried"));
+            let choice = KeyChoice {
+                at,
+                key,
+                candidates: &candidates,
+            };
+            return self.settle_key(claim, checks, &choice, merged, flavors, tries);
         }
         Ok((merged, flavors))
+    }
+
+    /// Try the domains of one open key, best first: each narrows the flavors and settles the keys after
+    /// it; the first that settles them all wins, else the first failure met is the reason.
+    fn settle_key(
+        &self,
+        claim: &Claim,
+        checks: &Checks,
+        choice: &KeyChoice<'_>,
+        merged: Reqs,
+        flavors: FlavorList,
+        tries: &mut i64,
+    ) -> Result<(Reqs, FlavorList), String> {
+        let key = choice.key;
+        let best = self.best_domain(checks, choice, &flavors, &merged);
+        let mut rest: Option<Vec<String>> = None;
+        let mut next = 0;
+        let mut value = best.clone();
+        let mut first_failure: Option<String> = None;
+        loop {
+            *tries -= 1;
+            let mut narrowed = merged.clone();
+            narrowed.add(Requirement::exactly(key, &value));
+            // Every flavor here was compatible before `key` narrowed (evaluate filters them when
+            // a key is open), so only `key` can turn one away now.
+            let mask = flavors
+                .first()
+                .map(|f| f.table.mask(&narrowed))
+                .unwrap_or_default();
+            let left = flavors.filtered(|f| f.compatible_narrowed(key, &narrowed, &mask));
+            let outcome = if left.is_empty() {
+                Err(format!("no flavor is offered with {key}={value}"))
+            } else {
+                self.settle_from(claim, checks, choice.at + 1, narrowed, left, tries)
+            };
+            match outcome {
+                Ok(settled) => return Ok(settled),
+                Err(why) => {
+                    first_failure.get_or_insert(why);
+                }
+            }
+            if *tries <= 0 {
+                break;
+            }
+            let rest = rest.get_or_insert_with(|| {
+                self.ranked_domains(checks, choice, &flavors, &merged, &best)
+            });
+            let Some(following) = rest.get(next) else {
+                break;
+            };
+            value = following.clone();
+            next += 1;
+        }
+        Err(first_failure.expect("one choice was tried"))
     }
 
     /// The pod's own spread counts in `value` for `key`: the first part of a domain's rank.
@@ -126,13 +153,14 @@ impl Scheduler<'_> {
     fn ranked_domains(
         &self,
         checks: &Checks,
-        key: &str,
-        passing: &[&str],
+        choice: &KeyChoice<'_>,
         flavors: &[Rc<Flavor>],
         merged: &Reqs,
         best: &str,
     ) -> Vec<String> {
-        let mut ranked: Vec<(i64, f64, &str)> = passing
+        let key = choice.key;
+        let mut ranked: Vec<(i64, f64, &str)> = choice
+            .candidates
             .iter()
             .filter(|v| **v != best)
             .map(|v| {
@@ -182,11 +210,11 @@ impl Scheduler<'_> {
     fn best_domain(
         &self,
         checks: &Checks,
-        key: &str,
-        passing: &[&str],
+        choice: &KeyChoice<'_>,
         flavors: &[Rc<Flavor>],
         merged: &Reqs,
     ) -> String {
+        let (key, passing) = (choice.key, choice.candidates);
         let crowds: Vec<i64> = passing.iter().map(|v| self.crowd(checks, key, v)).collect();
         let least = *crowds.iter().min().expect("a passing value");
         let mut best: Option<(&str, f64)> = None;

@@ -65,42 +65,15 @@ pub struct Scheduler<'s> {
 impl<'s> Scheduler<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Self {
         let names = resource_names(snapshot);
-        let kinds = Rc::new(OfferingKinds::build(&snapshot.instance_types));
-        let mut ordered: Vec<_> = snapshot.node_pools.iter().collect();
-        ordered.sort_by(|a, b| (-a.weight, &a.name).cmp(&(-b.weight, &b.name)));
-        let pools = ordered
-            .iter()
-            .map(|p| {
-                PoolView::build(
-                    p,
-                    &snapshot.instance_types,
-                    &snapshot.daemonsets,
-                    &names,
-                    &kinds,
-                )
-            })
-            .collect();
-        // Keys a flavor can give a node (as in Python, template labels and requirement-only keys are in
-        // their own pool's base requirements only).
-        let mut flavor_keys: BTreeSet<String> = snapshot
-            .instance_types
-            .iter()
-            .flat_map(|it| it.labels.iter().map(|(k, _)| k.clone()))
-            .collect();
-        flavor_keys.extend(OFFERING_KEYS.map(String::from));
+        let pools = pool_views(snapshot, &names);
+        let flavor_keys = flavor_label_keys(snapshot);
         let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         let existing: Vec<ExistingTarget> = nodes
             .iter()
             .map(|n| ExistingTarget::build(n, &names, &snapshot.daemonsets))
             .collect();
-        let mut pods: Vec<Pod> = snapshot
-            .nodes
-            .iter()
-            .flat_map(|n| n.pods.iter().cloned())
-            .collect();
-        let first_pending = pods.len();
-        pods.extend(snapshot.pods.iter().cloned());
+        let (pods, first_pending) = pod_arena(snapshot);
         let pending = (first_pending..pods.len()).collect();
         let requests = pods.iter().map(|p| names.dense(&p.requests)).collect();
         let room = RoomIndex::new(names.zero().len());
@@ -197,6 +170,50 @@ impl<'s> Scheduler<'s> {
             labels,
         }
     }
+}
+
+/// The NodePools as the solve sees them, heaviest first, then by name.
+fn pool_views(snapshot: &Snapshot, names: &Names) -> Vec<PoolView> {
+    let kinds = Rc::new(OfferingKinds::build(&snapshot.instance_types));
+    let mut ordered: Vec<_> = snapshot.node_pools.iter().collect();
+    ordered.sort_by(|a, b| (-a.weight, &a.name).cmp(&(-b.weight, &b.name)));
+    ordered
+        .iter()
+        .map(|p| {
+            PoolView::build(
+                p,
+                &snapshot.instance_types,
+                &snapshot.daemonsets,
+                names,
+                &kinds,
+            )
+        })
+        .collect()
+}
+
+/// Keys a flavor can give a node (as in Python, template labels and requirement-only keys are in their
+/// own pool's base requirements only).
+fn flavor_label_keys(snapshot: &Snapshot) -> BTreeSet<String> {
+    let mut flavor_keys: BTreeSet<String> = snapshot
+        .instance_types
+        .iter()
+        .flat_map(|it| it.labels.iter().map(|(k, _)| k.clone()))
+        .collect();
+    flavor_keys.extend(OFFERING_KEYS.map(String::from));
+    flavor_keys
+}
+
+/// Every pod in one arena: those bound to existing nodes first (in snapshot node order), then the
+/// pending ones; and where the pending ones start.
+fn pod_arena(snapshot: &Snapshot) -> (Vec<Pod>, usize) {
+    let mut pods: Vec<Pod> = snapshot
+        .nodes
+        .iter()
+        .flat_map(|n| n.pods.iter().cloned())
+        .collect();
+    let first_pending = pods.len();
+    pods.extend(snapshot.pods.iter().cloned());
+    (pods, first_pending)
 }
 
 /// What the claim's chosen flavor has left after its pods, per resource.
