@@ -17,7 +17,7 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 }
 
 /// Solve a snapshot given as JSON bytes (see kapstan/scheduling/rust_engine.py); returns the plan as
-/// JSON. The GIL is released while solving.
+/// JSON, each node claim with its ranked alternatives. The GIL is released while solving.
 #[pyfunction]
 fn solve_json(py: Python<'_>, snapshot: Vec<u8>) -> PyResult<String> {
     py.detach(|| solver::solve_json(&snapshot))

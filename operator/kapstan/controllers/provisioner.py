@@ -37,7 +37,6 @@ from kapstan.api.wellknown import (
     ZONE,
 )
 from kapstan.catalog import FlavorSource
-from kapstan.controllers.alternatives import ranked_alternatives
 from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -211,8 +210,7 @@ class Provisioner:
         created = []
         notes: list[PodNote] = []
         for claim in plan.node_claims:
-            alternatives = ranked_alternatives(claim, plan, snapshot)
-            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, alternatives)
+            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, claim.alternatives)
             made = await self.state.workload.create(NODECLAIMS, body)
             created.append(made)
             metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()

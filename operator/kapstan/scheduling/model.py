@@ -308,6 +308,9 @@ class PlannedNodeClaim:
     """Keys (`namespace/name`) of the pods placed on it, in placement order."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """The labels the node will carry: pool template, flavor, zone, capacity type, narrowed requirements."""
+    alternatives: tuple[str, ...] = ()
+    """Other flavors that carry exactly these pods in the same zone and capacity type, cheapest first
+    (`greedy/alternatives.py`): what a launch falls back to when the chosen flavor cannot be had."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +338,7 @@ class Plan:
                     "capacityType": c.capacity_type,
                     "pricePerHour": c.price_per_hour,
                     "pods": list(c.pods),
+                    "alternatives": list(c.alternatives),
                 }
                 for c in self.node_claims
             ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from kapstan.scheduling.greedy import Scheduler
+from kapstan.scheduling.greedy.alternatives import AlternativeFlavors
 from kapstan.scheduling.improve import improve
 from kapstan.scheduling.model import Plan, Snapshot
 
@@ -17,6 +18,9 @@ def solve(snapshot: Snapshot) -> Plan:
     failures = scheduler.schedule()
     improve(scheduler)
     existing = {t.node.name: tuple(t.placed) for t in scheduler.existing}
-    claims = tuple(scheduler.planned(c) for c in sorted(scheduler.claims, key=lambda c: c.index))
+    ranking = AlternativeFlavors(scheduler.topology)
+    claims = tuple(
+        scheduler.planned(c, ranking.ranked(c)) for c in sorted(scheduler.claims, key=lambda c: c.index)
+    )
     unschedulable = {pod.key: failures[pod.key] for pod in snapshot.pods if pod.key in failures}
     return Plan(ENGINE, claims, existing, unschedulable, time.perf_counter() - started)

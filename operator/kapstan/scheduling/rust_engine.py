@@ -55,6 +55,7 @@ def decode(text: str, seconds: float) -> Plan:
             price_per_hour=c["price_per_hour"],
             pods=tuple(c["pods"]),
             labels=dict(c["labels"]),
+            alternatives=tuple(c["alternatives"]),
         )
         for c in raw["node_claims"]
     )

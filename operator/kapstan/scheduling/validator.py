@@ -20,7 +20,10 @@ from kapstan.scheduling.model import (
     ZONE,
     DaemonSet,
     HostPort,
+    InstanceType,
+    NodePool,
     Plan,
+    PlannedNodeClaim,
     Pod,
     Snapshot,
     Taint,
@@ -67,6 +70,7 @@ def validate(snapshot: Snapshot, plan: Plan) -> list[str]:
     for host in hosts:
         _check_host(host, violations)
     _check_topology(snapshot, hosts, violations)
+    _check_alternatives(snapshot, plan, hosts, violations)
     return violations
 
 
@@ -96,25 +100,11 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         if pool is None or flavor is None:
             violations.append(f"{label}: unknown NodePool or flavor")
             continue
-        if pool.instance_types is not None and flavor.name not in pool.instance_types:
-            violations.append(f"{label}: flavor is not offered to NodePool {pool.name}")
-        offers = [
-            o
-            for o in flavor.offerings
-            if o.zone == claim.zone and o.capacity_type == claim.capacity_type and o.available
-        ]
-        if not offers:
-            violations.append(f"{label}: no available offering in {claim.zone}/{claim.capacity_type}")
-        elif abs(min(o.price for o in offers) - claim.price_per_hour) > 1e-9:
+        violations += [f"{label}: {problem}" for problem in _offering_problems(pool, flavor, claim)]
+        if (price := _price_in(flavor, claim)) is not None and abs(price - claim.price_per_hour) > 1e-9:
             violations.append(f"{label}: price {claim.price_per_hour} is not the offering's")
         labels = dict(claim.labels)
-        expected = {
-            **flavor.labels,
-            **pool.labels,
-            NODEPOOL: pool.name,
-            ZONE: claim.zone,
-            CAPACITY_TYPE: claim.capacity_type,
-        }
+        expected = _claim_labels(pool, flavor, claim)
         for key, value in expected.items():
             if labels.get(key) != value:
                 violations.append(f"{label}: label {key}={labels.get(key)} should be {value}")
@@ -130,16 +120,112 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         conflict = reqs.first_conflict(reqs.build(pool.requirements), labels)
         if conflict is not None:
             violations.append(f"{label}: breaks NodePool requirement {conflict.describe()}")
-        labels[HOSTNAME] = f"{pool.name}/plan-{index}"
-        taints = (*pool.taints, *flavor.taints)
-        host = _Host(labels[HOSTNAME], labels, flavor.allocatable, taints, [])
-        host.overhead = res.total(ds.pod.requests for ds in _daemonsets_on(snapshot, host))
-        host.daemon_ports = _daemon_ports(snapshot, host)
-        for key in claim.pods:
-            if key in pods:
-                host.placed.append(pods[key])
-        hosts.append(host)
+        labels[HOSTNAME] = claim_hostname(claim, index)
+        hosts.append(
+            new_host(snapshot, labels, pool, flavor, [pods[key] for key in claim.pods if key in pods])
+        )
     return hosts
+
+
+def claim_hostname(claim: PlannedNodeClaim, index: int) -> str:
+    """The name the validator gives the node of the plan's claim at `index`."""
+    return f"{claim.node_pool}/plan-{index}"
+
+
+def new_host(
+    snapshot: Snapshot, labels: dict[str, str], pool: NodePool, flavor: InstanceType, placed: list[Pod]
+) -> _Host:
+    """A planned node of this flavor in this pool, with the labels given (hostname among them)."""
+    host = _Host(labels[HOSTNAME], labels, flavor.allocatable, (*pool.taints, *flavor.taints), [], placed)
+    host.overhead = res.total(ds.pod.requests for ds in _daemonsets_on(snapshot, host))
+    host.daemon_ports = _daemon_ports(snapshot, host)
+    return host
+
+
+def _claim_labels(pool: NodePool, flavor: InstanceType, claim: PlannedNodeClaim) -> dict[str, str]:
+    """The labels a node of this flavor in the claim's pool, zone and capacity type must carry."""
+    return {
+        **flavor.labels,
+        **pool.labels,
+        NODEPOOL: pool.name,
+        ZONE: claim.zone,
+        CAPACITY_TYPE: claim.capacity_type,
+    }
+
+
+def _price_in(flavor: InstanceType, claim: PlannedNodeClaim) -> float | None:
+    """The flavor's price in the claim's zone and capacity type; None when it is not on sale there."""
+    prices = [
+        o.price
+        for o in flavor.offerings
+        if o.zone == claim.zone and o.capacity_type == claim.capacity_type and o.available
+    ]
+    return min(prices) if prices else None
+
+
+def _offering_problems(pool: NodePool, flavor: InstanceType, claim: PlannedNodeClaim) -> list[str]:
+    """Why a node of this flavor cannot be bought for the claim: not the pool's, or not on sale there."""
+    problems = []
+    if pool.instance_types is not None and flavor.name not in pool.instance_types:
+        problems.append(f"flavor {flavor.name} is not offered to NodePool {pool.name}")
+    if _price_in(flavor, claim) is None:
+        problems.append(f"no available offering of {flavor.name} in {claim.zone}/{claim.capacity_type}")
+    return problems
+
+
+def _check_alternatives(snapshot: Snapshot, plan: Plan, hosts: list[_Host], violations: list[str]) -> None:
+    """Each claim's alternatives are other flavors of its pool on sale in its zone and capacity type,
+    cheapest first, that hold its pods within the pool's limits (with the rest of the plan), and that
+    no hard cross-pod rule can tell from the chosen flavor: the same value for every topology key a hard
+    term counts by, and the same admission by every spread constraint's node filter."""
+    pools = {pool.name: pool for pool in snapshot.node_pools}
+    flavors = {it.name: it for it in snapshot.instance_types}
+    by_name = {host.name: host for host in hosts}
+    usage = pool_usage(snapshot, plan)
+    groups = _hard_groups(snapshot)
+    keys = {group.key for group in groups}
+    for index, claim in enumerate(plan.node_claims):
+        pool, chosen = pools.get(claim.node_pool), flavors.get(claim.instance_type)
+        host = by_name.get(claim_hostname(claim, index))
+        if pool is None or chosen is None or host is None:
+            continue  # reported with the claim itself
+        label = f"nodeclaim #{index} ({claim.node_pool}/{claim.instance_type})"
+        if len(set(claim.alternatives)) != len(claim.alternatives) or chosen.name in claim.alternatives:
+            violations.append(f"{label}: alternatives {list(claim.alternatives)} repeat a flavor")
+        ranks = []
+        for name in claim.alternatives:
+            flavor = flavors.get(name)
+            if flavor is None:
+                violations.append(f"{label}: alternative {name} is no flavor")
+                continue
+            found = _offering_problems(pool, flavor, claim)
+            ranks.append((_price_in(flavor, claim) or 0.0, name))
+            kept = {key: value for key, value in host.labels.items() if key not in chosen.labels}
+            labels = {**kept, **_claim_labels(pool, flavor, claim)}
+            conflict = reqs.first_conflict(reqs.build(pool.requirements), labels)
+            if conflict is not None:
+                found.append(f"breaks NodePool requirement {conflict.describe()}")
+            swapped = new_host(snapshot, labels, pool, flavor, host.placed)
+            found += check_host(swapped)
+            used = res.add(res.subtract(usage[pool.name], chosen.capacity), flavor.capacity)
+            found += [
+                f"limit {key} exceeded" for key, limit in pool.limits.items() if used.get(key, 0) > limit
+            ]
+            found += [f"{key} differs" for key in sorted(keys) if labels.get(key) != host.labels.get(key)]
+            if any(_counts_on(group, swapped) != _counts_on(group, host) for group in groups):
+                found.append("a spread constraint counts its node differently")
+            violations += [f"{label}: alternative {name}: {problem}" for problem in found]
+        if ranks != sorted(ranks):
+            violations.append(f"{label}: alternatives {list(claim.alternatives)} are not cheapest first")
+
+
+def _hard_groups(snapshot: Snapshot) -> set[Group]:
+    """The groups of every hard pod affinity, anti-affinity and spread term, bound pods' included."""
+    groups: set[Group] = set()
+    for pod in (*snapshot.pods, *(p for node in snapshot.nodes for p in node.pods)):
+        groups |= {term_group(term) for term in (*pod.affinity, *pod.anti_affinity)}
+        groups |= {spread_group(pod, c) for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule"}
+    return groups
 
 
 def _daemonsets_on(snapshot: Snapshot, host: _Host) -> list[DaemonSet]:
@@ -174,15 +260,33 @@ def _check_accounting(plan: Plan, pods: Mapping[str, Pod], violations: list[str]
             violations.append(f"pod {key} is unschedulable without a reason")
 
 
-def _check_limits(snapshot: Snapshot, plan: Plan, violations: list[str]) -> None:
+def pool_usage(snapshot: Snapshot, plan: Plan) -> dict[str, dict[str, int]]:
+    """Per NodePool, what its nodes and the plan's claims in it count against its limits."""
     flavors = {it.name: it for it in snapshot.instance_types}
+    usage = {}
     for pool in snapshot.node_pools:
         claims = [c for c in plan.node_claims if c.node_pool == pool.name and c.instance_type in flavors]
         used = res.add(pool.usage, res.total(flavors[c.instance_type].capacity for c in claims))
         used["nodes"] = pool.usage.get("nodes", 0) + 1000 * len(claims)
+        usage[pool.name] = used
+    return usage
+
+
+def _check_limits(snapshot: Snapshot, plan: Plan, violations: list[str]) -> None:
+    usage = pool_usage(snapshot, plan)
+    for pool in snapshot.node_pools:
+        used = usage[pool.name]
+        planned = used["nodes"] > pool.usage.get("nodes", 0)
         for key, limit in pool.limits.items():
-            if used.get(key, 0) > limit and claims:
+            if used.get(key, 0) > limit and planned:
                 violations.append(f"NodePool {pool.name}: limit {key} exceeded ({used[key]} > {limit} milli)")
+
+
+def check_host(host: _Host) -> list[str]:
+    """What breaks a hard constraint on the one node: resources, node selection, taints, host ports."""
+    violations: list[str] = []
+    _check_host(host, violations)
+    return violations
 
 
 def _check_host(host: _Host, violations: list[str]) -> None:

@@ -11,7 +11,7 @@ pub mod room;
 pub mod targets;
 pub mod topology;
 
-use greedy::Scheduler;
+use greedy::{AlternativeFlavors, Scheduler};
 use model::{Plan, Snapshot};
 
 /// Plan new NodeClaims for the snapshot's pending pods, exactly as the Python engine does.
@@ -31,7 +31,11 @@ pub fn solve(snapshot: &Snapshot) -> Plan {
         .collect();
     let mut claims: Vec<_> = scheduler.claims.iter().collect();
     claims.sort_by_key(|c| c.index);
-    let node_claims = claims.iter().map(|c| scheduler.planned(c)).collect();
+    let mut ranking = AlternativeFlavors::new(&scheduler);
+    let node_claims = claims
+        .iter()
+        .map(|c| scheduler.planned(c, ranking.ranked(&scheduler, c)))
+        .collect();
     let unschedulable = scheduler
         .pending
         .iter()

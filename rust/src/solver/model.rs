@@ -391,6 +391,8 @@ pub struct PlannedNodeClaim {
     pub price_per_hour: f64,
     pub pods: Vec<String>,
     pub labels: Pairs<String>,
+    /// Other flavors that carry exactly these pods in the same zone and capacity type, cheapest first.
+    pub alternatives: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

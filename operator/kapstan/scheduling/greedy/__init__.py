@@ -49,7 +49,7 @@ class Scheduler(Placing):
         self.placed_prefs = {}
         self._rules = {}
 
-    def planned(self, claim: Claim) -> PlannedNodeClaim:
+    def planned(self, claim: Claim, alternatives: tuple[str, ...]) -> PlannedNodeClaim:
         flavor, pool = claim.chosen, claim.view.pool
         offering = flavor.cheapest_offering(claim.requirements)
         labels = {
@@ -71,4 +71,5 @@ class Scheduler(Placing):
             price_per_hour=offering.price,
             pods=tuple(p.key for p in claim.pods),
             labels=dict(sorted(labels.items())),
+            alternatives=alternatives,
         )

@@ -5,6 +5,7 @@
 //! pod's constraints allow where), `domains` (the domain a claim takes for each topology key), `claims`
 //! (joining and opening claims) and `placement` (the loop over pods and targets).
 
+mod alternatives;
 mod checks;
 mod claims;
 mod domains;
@@ -26,6 +27,7 @@ use super::targets::{
     set_label, Claim, ClaimList, ExistingTarget, OfferingKinds, PoolView, OFFERING_KEYS,
 };
 
+pub use alternatives::{AlternativeFlavors, MAX_ALTERNATIVES};
 pub use checks::{AffinityCheck, AntiCheck, Checks, Problem, SpreadCheck};
 use claims::Opening;
 pub use order::{biggest_first, placement_sequence};
@@ -141,7 +143,7 @@ impl<'s> Scheduler<'s> {
 
     // -- output -------------------------------------------------------------------------------------
 
-    pub fn planned(&self, claim: &Claim) -> PlannedNodeClaim {
+    pub fn planned(&self, claim: &Claim, alternatives: Vec<String>) -> PlannedNodeClaim {
         let flavor = claim.chosen();
         let pool = &self.pools[claim.view].pool;
         let offering = flavor.cheapest_offering(&claim.requirements);
@@ -168,6 +170,7 @@ impl<'s> Scheduler<'s> {
             price_per_hour: offering.price,
             pods: claim.pods.iter().map(|&p| self.pods[p].key()).collect(),
             labels,
+            alternatives,
         }
     }
 }
