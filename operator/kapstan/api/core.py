@@ -54,34 +54,14 @@ def check_values(operator: object, values: list[str]) -> list[str]:
     return values
 
 
-class LabelSelectorRequirement(KubeModel):
-    key: str
-    operator: LabelOperator
-    values: list[str] = Field(default_factory=list, validate_default=True)
+class OperatorRequirement(KubeModel):
+    """A key, an operator among the class's `OPERATORS` and values that fit it: what label selector and
+    node selector requirements share (a subclass narrows `operator` to its own choices)."""
 
-    @field_validator("operator", mode="before")
-    @classmethod
-    def _known_operator(cls, value: object) -> object:
-        return check_operator(value, LABEL_OPERATORS)
-
-    @field_validator("values")
-    @classmethod
-    def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
-        return check_values(info.data.get("operator"), values)
-
-
-class LabelSelector(KubeModel):
-    match_labels: dict[str, str] = Field(default_factory=dict)
-    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
-
-
-class NodeSelectorRequirement(KubeModel):
-    """A node selector requirement; the Karpenter variant widens the operators and adds minValues."""
-
-    OPERATORS: ClassVar[frozenset[str]] = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+    OPERATORS: ClassVar[frozenset[str]]
 
     key: str
-    operator: NodeOperator
+    operator: str
     values: list[str] = Field(default_factory=list, validate_default=True)
 
     @field_validator("operator", mode="before")
@@ -93,6 +73,25 @@ class NodeSelectorRequirement(KubeModel):
     @classmethod
     def _values_fit_operator(cls, values: list[str], info: ValidationInfo) -> list[str]:
         return check_values(info.data.get("operator"), values)
+
+
+class LabelSelectorRequirement(OperatorRequirement):
+    OPERATORS: ClassVar[frozenset[str]] = LABEL_OPERATORS
+
+    operator: LabelOperator
+
+
+class LabelSelector(KubeModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelectorRequirement(OperatorRequirement):
+    """A node selector requirement; the Karpenter variant widens the operators and adds minValues."""
+
+    OPERATORS: ClassVar[frozenset[str]] = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+
+    operator: NodeOperator
 
 
 class NodeSelectorTerm(KubeModel):

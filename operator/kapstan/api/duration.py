@@ -8,6 +8,7 @@ each field further (whole s/m/h units only); `karpenter_duration` and friends ap
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from fractions import Fraction
 
@@ -50,10 +51,15 @@ def parse_duration(value: object) -> timedelta:
 
 def parse_nillable_duration(value: object) -> timedelta | None:
     """A Go duration, or None for Karpenter's "Never"."""
+    return _or_never(parse_duration, value)
+
+
+def _or_never(parse: Callable[[object], timedelta], value: object) -> timedelta | None:
+    """`parse(value)`, or None for "Never" (which its error then names as a choice)."""
     if value == NEVER:
         return None
     try:
-        return parse_duration(value)
+        return parse(value)
     except ValueError as error:
         raise ValueError(f"{error}, or {NEVER}") from None
 
@@ -69,12 +75,7 @@ def karpenter_duration(value: object) -> timedelta:
 
 def karpenter_nillable_duration(value: object) -> timedelta | None:
     """`karpenter_duration`, or None for "Never"."""
-    if value == NEVER:
-        return None
-    try:
-        return karpenter_duration(value)
-    except ValueError as error:
-        raise ValueError(f"{error}, or {NEVER}") from None
+    return _or_never(karpenter_duration, value)
 
 
 def budget_window(value: object) -> timedelta:
