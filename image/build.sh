@@ -92,13 +92,31 @@ PLATFORM_ARGS=$("$PYTHON" -c 'import runpy; print(" ".join(runpy.run_path("image
 # shellcheck disable=SC2086 # PLATFORM_ARGS is a list of options
 "$PYTHON" -m pip install --quiet --no-cache-dir --no-compile --no-deps --require-hashes \
     --target "$ROOT/$SITE" $PLATFORM_ARGS -r "$BUILD/requirements.txt"
+# Two records of this machine's paths go: pip's direct_url.json (where the wheel file was) and, in maturin's
+# SBOM (dist-info/sboms), the directory the crate was built in, which becomes the path the binary's own
+# paths are remapped to above; RECORD follows, so its list and hashes stay true.
+"$PYTHON" - "$ROOT/$SITE" "$SRC" <<'EOF'
+import base64, hashlib, sys
+from pathlib import Path
+
+site, src = Path(sys.argv[1]), sys.argv[2]
+(info,) = site.glob("kapstan-*.dist-info")
+(info / "direct_url.json").unlink()
+rows = [row for row in (info / "RECORD").read_text().splitlines() if not row.startswith(f"{info.name}/direct_url.json,")]
+for sbom in sorted((info / "sboms").glob("*.json")):
+    data = sbom.read_bytes().replace(src.encode(), b"/kapstan")
+    sbom.write_bytes(data)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    name = sbom.relative_to(site).as_posix()
+    rows = [f"{name},sha256={digest},{len(data)}" if row.split(",")[0] == name else row for row in rows]
+(info / "RECORD").write_text("\n".join(rows) + "\n")
+EOF
 # pip --target puts console scripts in bin/ with this machine's interpreter: keep kapstan's, for the image's
 # interpreter, on PATH (the kernel runs it, no shell involved); the others (pygmentize, ...) go.
 mkdir -p "$ROOT/usr/local/bin"
 sed '1s|^#!.*|#!/usr/bin/python3.11|' "$ROOT/$SITE/bin/kapstan" > "$ROOT/usr/local/bin/kapstan"
 chmod 755 "$ROOT/usr/local/bin/kapstan"
-# direct_url.json records where the wheel was on this machine.
-rm -rf "$ROOT/$SITE/bin" "$ROOT/$SITE"/kapstan-*.dist-info/direct_url.json
+rm -rf "$ROOT/$SITE/bin"
 
 echo "[image] layer and config" >&2
 tar --create --file "$BUILD/layer.tar" --directory "$ROOT" --sort=name --format=posix \
