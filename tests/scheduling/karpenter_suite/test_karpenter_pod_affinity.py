@@ -6,7 +6,6 @@ selected newcomers out of its domain too (the filter is symmetric for anti-affin
 
 from __future__ import annotations
 
-import pytest
 from karpenter_kit import (
     catalog,
     claim_of,
@@ -33,10 +32,6 @@ from kapstan.scheduling.model import (
 )
 
 S2 = {"security": "s2"}
-BIGGEST_FIRST = (
-    "new: a smaller pod is placed before bigger zone-pinned pods (the CPU/memory interleave) and takes the "
-    "zone one of them needed; Karpenter places biggest first, so the three 1-vCPU pods win"
-)
 SELECTS_S2 = LabelSelector(match_labels=(("security", "s2"),))
 
 
@@ -159,7 +154,6 @@ def test_hostname_anti_affinity_separates(engine: str) -> None:
         assert claim_of(plan, "default/a") != claim_of(plan, "default/b")
 
 
-@pytest.mark.xfail(strict=True, reason=BIGGEST_FIRST)
 def test_zone_anti_affinity_with_every_zone_taken(engine: str) -> None:
     """Karpenter topology_test.go: "should not violate pod anti-affinity on zone": an s2 pod pinned to each
     zone leaves no zone for the pod that avoids s2."""
@@ -197,7 +191,6 @@ def test_preferred_anti_affinity_of_others_is_not_binding(engine: str) -> None:
     assert "default/s2" in placed(plan_for(snap([*guards, pod("s2", labels=S2)]), engine))
 
 
-@pytest.mark.xfail(strict=True, reason=BIGGEST_FIRST)
 def test_required_anti_affinity_of_others_is_binding(engine: str) -> None:
     """Karpenter topology_test.go: "should not violate pod anti-affinity on zone (inverse)": every zone holds
     a guard that refuses s2 pods, so the s2 pod, though it has no rule itself, cannot schedule."""

@@ -9,7 +9,46 @@ from kapstan.scheduling.model import CPU, MEMORY, Pod
 
 
 def placement_sequence(pods: Sequence[Pod]) -> list[Pod]:
-    """The order the greedy pass takes pods in, the same in both engines: biggest first, alternating
+    """The order the greedy pass takes pods in, the same in both engines: the pods confined to some
+    domains of a contested key first, biggest first (Karpenter's queue order), then the others interleaved
+    by shape.
+
+    A key is contested when a required pod (anti-)affinity term or a DoNotSchedule spread of the batch
+    counts pods over it; a pod is confined on it when its nodeSelector, or every one of its required node
+    terms, names the values it may take (In). Such a pod has nowhere else to go, while the others can
+    yield: taken in shape order, a smaller unconfined pod can take the one zone a bigger confined pod needed
+    (an anti-affine pod placed between zone-pinned ones) and strand it, where Karpenter's biggest first
+    happens to place the pinned ones first. Only those pods leave the interleave: taking the whole batch
+    biggest first made the bench's mix-1000 and mix-5000 plans 9% and 13% dearer, and taking first every
+    pod a required pod-topology rule binds or selects 2% and 4%; no bench workload pins pods, so none
+    changes."""
+    keys = contested_keys(pods)
+    confined = [pod for pod in pods if keys and confined_on(pod, keys)]
+    if not confined:
+        return interleaved(pods)
+    taken = {pod.key for pod in confined}
+    return sorted(confined, key=biggest_first) + interleaved([pod for pod in pods if pod.key not in taken])
+
+
+def contested_keys(pods: Sequence[Pod]) -> set[str]:
+    """Topology keys over which the batch's required pod-topology rules count pods."""
+    keys = {term.topology_key for pod in pods for term in (*pod.affinity, *pod.anti_affinity)}
+    keys.update(c.topology_key for pod in pods for c in pod.spread if c.when_unsatisfiable == "DoNotSchedule")
+    return keys
+
+
+def confined_on(pod: Pod, keys: set[str]) -> bool:
+    """Whether the pod's hard node requirements name the values one of `keys` may take."""
+    if any(key in keys for key in pod.node_selector):
+        return True
+    return bool(pod.required_terms) and any(
+        all(any(r.key == key and r.operator == "In" for r in term) for term in pod.required_terms)
+        for key in keys
+    )
+
+
+def interleaved(pods: Sequence[Pod]) -> list[Pod]:
+    """Biggest first, alternating
     between CPU-heavy and memory-heavy pods so that the running totals keep the batch's own CPU to memory
     ratio. Nodes filled in that order end full in both resources. Biggest-first alone (Karpenter's order)
     fills nodes with same-shaped pods and leaves one resource idle on each; a plain shuffle mixes them by

@@ -2,15 +2,67 @@
 
 use std::collections::BTreeSet;
 
-use crate::solver::model::{Pod, CPU, MEMORY};
+use crate::solver::model::{NodeOperator, Pod, CPU, MEMORY};
 use crate::solver::resources as res;
 
-/// The order the greedy pass takes pods in, as in Python: biggest first, alternating between CPU-heavy
-/// and memory-heavy pods so that the running totals keep the batch's own CPU to memory ratio; nodes
-/// filled in that order end full in both resources. Sizes are shares of the batch's totals, compared in
-/// exact integers; a batch that requests no CPU (or no memory) is sized by the other of the two alone,
-/// and one that requests neither by its other resources, largest first in name order.
+/// The order the greedy pass takes pods in, as in Python: the pods confined to some domains of a
+/// contested key first, biggest first (Karpenter's queue order), then the others interleaved by shape.
+/// A pod confined on a key its batch's required pod-topology rules count has nowhere else to go; taken
+/// in shape order, a smaller unconfined pod could take the one zone it needed and strand it (the Python
+/// twin says why only those pods leave the interleave).
 pub fn placement_sequence(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
+    let keys = contested_keys(pods, ids);
+    let (mut confined, free): (Vec<usize>, Vec<usize>) = ids
+        .iter()
+        .partition(|&&id| !keys.is_empty() && confined_on(&pods[id], &keys));
+    if confined.is_empty() {
+        return interleaved(pods, ids);
+    }
+    confined.sort_by_cached_key(|&id| biggest_first(&pods[id]));
+    confined.extend(interleaved(pods, &free));
+    confined
+}
+
+/// Topology keys over which the batch's required pod-topology rules count pods.
+fn contested_keys<'a>(pods: &'a [Pod], ids: &[usize]) -> BTreeSet<&'a str> {
+    let mut keys = BTreeSet::new();
+    for &id in ids {
+        let pod = &pods[id];
+        let terms = pod.affinity.iter().chain(&pod.anti_affinity);
+        keys.extend(terms.map(|term| term.topology_key.as_str()));
+        let hard = pod
+            .spread
+            .iter()
+            .filter(|c| c.when_unsatisfiable == "DoNotSchedule");
+        keys.extend(hard.map(|c| c.topology_key.as_str()));
+    }
+    keys
+}
+
+/// Whether the pod's hard node requirements name the values one of `keys` may take.
+fn confined_on(pod: &Pod, keys: &BTreeSet<&str>) -> bool {
+    if pod
+        .node_selector
+        .iter()
+        .any(|(key, _)| keys.contains(key.as_str()))
+    {
+        return true;
+    }
+    !pod.required_terms.is_empty()
+        && keys.iter().any(|key| {
+            pod.required_terms.iter().all(|term| {
+                term.iter()
+                    .any(|r| r.key == *key && r.operator == NodeOperator::In)
+            })
+        })
+}
+
+/// Biggest first, alternating between CPU-heavy and memory-heavy pods so that the running totals keep
+/// the batch's own CPU to memory ratio; nodes filled in that order end full in both resources. Sizes are
+/// shares of the batch's totals, compared in exact integers; a batch that requests no CPU (or no memory)
+/// is sized by the other of the two alone, and one that requests neither by its other resources, largest
+/// first in name order.
+fn interleaved(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
     let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
     let memory_of = |id: usize| i128::from(res::get(&pods[id].requests, MEMORY));
     let cpu: i128 = ids.iter().map(|&id| cpu_of(id)).sum();
