@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from builders import GI, make_flavor, make_node, make_nodepool, make_pod, snapshot
+from builders import GI, MI, make_flavor, make_node, make_nodepool, make_pod, snapshot
 from kapstan.scheduling import solve
 from kapstan.scheduling.model import (
     CAPACITY_TYPE,
@@ -150,6 +150,25 @@ def test_tolerated_taint_keeps_the_domain_under_honor(engine: str) -> None:
     plan = plan_for(snapshot(pods, flavors=flavors, nodes=(tainted,)), engine)
     assert plan.unschedulable == {}
     assert len(plan.existing_nodes.get("n3", ())) >= 1
+
+
+def test_honor_counts_a_claim_with_the_taints_of_its_flavor(engine: str) -> None:
+    """A flavor carries a taint of its own (its MachineDeployment's), the NodePool none. Web pods that
+    tolerate it land first on the cheap tainted flavor in z1; the spreading pods do not tolerate it, so
+    under nodeTaintsPolicy Honor kube-scheduler counts none of those in z1 and the spreading pods go one
+    per zone (was: the engines counted the claim with the pool's taints, put both in z2, skew 2)."""
+    dedicated = Taint("dedicated", "NoSchedule")
+    tainted = make_flavor("t", 8, 32 * GI, price=0.1, zones=("z1",), taints=(dedicated,))
+    flavors = (tainted, make_flavor("m", 4, 16 * GI, price=1.0, zones=("z1", "z2")))
+    tolerating = [
+        web(f"w{i}", 2, memory=512 * MI, tolerations=(Toleration("dedicated", "Exists"),)) for i in range(3)
+    ]
+    spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP, node_taints_policy="Honor"),)
+    spreading = [web(f"s{i}", 1, spread=spread) for i in range(2)]
+    plan = plan_for(snapshot([*tolerating, *spreading], flavors=flavors), engine)
+    assert plan.unschedulable == {}
+    zones = {claim.zone for claim in plan.node_claims for key in claim.pods if key.startswith("default/s")}
+    assert zones == {"z1", "z2"}
 
 
 def test_a_later_pod_cannot_narrow_a_key_under_pods_counted_without_it(engine: str) -> None:

@@ -20,6 +20,7 @@ from kapstan.scheduling.topology import (
     spread_group,
     spread_universe,
     term_group,
+    untolerated,
 )
 
 
@@ -145,6 +146,21 @@ class TopologyCounts:
             if value is not None:
                 owners = self.anti_owners[gid]
                 owners[value] = owners.get(value, 0) + sign
+
+    def counted_alike(self, pods: Iterable[Pod], taints: tuple[Taint, ...], other: tuple[Taint, ...]) -> bool:
+        """Whether every group that counts these pods counts them the same on a node with `taints` as on
+        one with `other` (a group of a nodeTaintsPolicy Honor constraint skips nodes its owner does not
+        tolerate)."""
+        if taints == other:
+            return True
+        for pod in pods:
+            for gid in self.selecting(pod):
+                nodes = self.groups[gid].nodes
+                if nodes is not None and nodes.tolerations is not None:
+                    kept = untolerated(nodes.tolerations, taints, prefer=False) is None
+                    if kept != (untolerated(nodes.tolerations, other, prefer=False) is None):
+                        return False
+        return True
 
     def rule_allows(self, rule: SpreadRule, domain: str | None, self_match: int) -> bool:
         """Whether a pod landing in `domain` keeps the rule there (`self_match`: whether it counts)."""

@@ -105,7 +105,7 @@ def _candidate_flavors(claims: tuple[Claim, ...], pods: list[Pod]) -> list[str |
 def _take_off(scheduler: Scheduler, claims: tuple[Claim, ...] | list[Claim]) -> None:
     for claim in claims:
         for pod in claim.pods:
-            scheduler.topology.record(pod, claim.domain, claim.view.pool.taints, -1)
+            scheduler.topology.record(pod, claim.domain, claim.taints, -1)
         claim.view.charge(None, claim.chosen)
         scheduler.claims.remove(claim)
 
@@ -114,7 +114,7 @@ def _put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
     for claim in claims:
         claim.view.charge(claim.chosen, None)
         for pod in claim.pods:
-            scheduler.topology.record(pod, claim.domain, claim.view.pool.taints)
+            scheduler.topology.record(pod, claim.domain, claim.taints)
         scheduler.claims.append(claim)
     scheduler.claims.sort(key=lambda c: c.index)
 

@@ -239,6 +239,11 @@ class Claim:
     def price(self) -> float:
         return self.chosen.price(self.requirements)
 
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        """The taints the claim's node will carry: its pool template's and its flavor's own."""
+        return (*self.view.pool.taints, *self.chosen.it.taints)
+
     def domain_options(
         self, key: str, flavors: list[Flavor], requirements: reqs.Requirements
     ) -> list[str | None]:

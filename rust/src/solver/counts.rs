@@ -10,7 +10,9 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Pod, Snapshot, Taint, TopologySpreadConstraint, HOSTNAME};
-use super::topology::{min_count, spread_filter, spread_group, spread_universe, term_group, Group};
+use super::topology::{
+    min_count, spread_filter, spread_group, spread_universe, term_group, untolerated, Group,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SpreadRule {
@@ -163,6 +165,27 @@ impl TopologyCounts {
             .collect();
         self.anti_of.insert(id, found.clone());
         found
+    }
+
+    /// Whether every group that counts these recorded pods counts them the same on a node with `taints`
+    /// as on one with `other` (a group of a nodeTaintsPolicy Honor constraint skips nodes its owner
+    /// does not tolerate).
+    pub fn counted_alike(&self, pods: &[usize], taints: &[Taint], other: &[Taint]) -> bool {
+        if taints == other {
+            return true;
+        }
+        pods.iter().all(|&id| {
+            self.selecting_cached(id).iter().all(|&g| {
+                let tolerations = self.groups[g]
+                    .nodes
+                    .as_ref()
+                    .and_then(|n| n.tolerations.as_ref());
+                tolerations.is_none_or(|tolerations| {
+                    untolerated(tolerations, taints, false).is_none()
+                        == untolerated(tolerations, other, false).is_none()
+                })
+            })
+        })
     }
 
     /// The groups counting a pod that has been recorded (and so is cached).

@@ -208,9 +208,9 @@ fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
         s.room.stale = true;
         for &pod in &claim.pods {
             let domain = |key: &str| claim.domain(key);
-            let taints = &s.pools[claim.view].pool.taints;
+            let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
-                .record(pod, &s.pods[pod], &domain, taints, -1, true);
+                .record(pod, &s.pods[pod], &domain, &taints, -1, true);
         }
         s.pools[claim.view].charge(None, Some(claim.chosen()));
         taken.push(claim);
@@ -223,9 +223,9 @@ fn put_back(s: &mut Scheduler, claims: ClaimList) {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {
             let domain = |key: &str| claim.domain(key);
-            let taints = &s.pools[claim.view].pool.taints;
+            let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
-                .record(pod, &s.pods[pod], &domain, taints, 1, true);
+                .record(pod, &s.pods[pod], &domain, &taints, 1, true);
         }
         // Back where its index puts it (claims stay sorted by index).
         let at = s.claims.partition_point(|c| c.index < claim.index);

@@ -1,5 +1,6 @@
 //! Where a pod can go (twin of `targets.py`): an existing node, or a claim inside a NodePool.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -562,6 +563,15 @@ pub struct Claim {
     pub ports: Vec<HostPort>,
 }
 
+/// A pool's taints and a flavor's, as the node of that flavor in that pool carries them.
+pub fn with_flavor_taints<'a>(pool: &'a [Taint], flavor: &'a [Taint]) -> Cow<'a, [Taint]> {
+    if flavor.is_empty() {
+        Cow::Borrowed(pool)
+    } else {
+        Cow::Owned(pool.iter().chain(flavor).cloned().collect())
+    }
+}
+
 /// Per resource, the most any of the flavors offers (a claim's `max_net`).
 pub fn most_net(flavors: &[Rc<Flavor>]) -> Vec<i64> {
     let width = flavors.first().map_or(0, |f| f.net_dense.len());
@@ -600,6 +610,11 @@ impl Claim {
 
     pub fn chosen(&self) -> &Flavor {
         &self.flavors[0]
+    }
+
+    /// The taints the claim's node will carry: its pool template's (`pool`) and its flavor's own.
+    pub fn taints<'a>(&'a self, pool: &'a [Taint]) -> Cow<'a, [Taint]> {
+        with_flavor_taints(pool, &self.chosen().it.taints)
     }
 
     pub fn price(&self) -> f64 {

@@ -182,7 +182,9 @@ class Checking:
 
     def holds(self, claim: Claim, checks: Checks, merged: reqs.Requirements, flavor: Flavor) -> bool:
         """Whether the flavor can carry everything on the claim plus this pod. Pods already there are
-        held to the flavor's hard taints (NoSchedule, NoExecute) only."""
+        held to the flavor's hard taints (NoSchedule, NoExecute) only, and were counted with the node's
+        taints: a flavor whose taints would change how a nodeTaintsPolicy Honor spread counts them is no
+        candidate (their counts would move under rules already checked)."""
         pod = checks.pod
         taints = flavor.it.taints
         return (
@@ -194,6 +196,7 @@ class Checking:
                 not taints
                 or all(untolerated(p.tolerations, taints, prefer=False) is None for p in claim.pods)
             )
+            and self.topology.counted_alike(claim.pods, claim.taints, (*claim.view.pool.taints, *taints))
         )
 
     def every_claim_excludes(self, checks: Checks) -> bool:

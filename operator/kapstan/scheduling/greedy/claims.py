@@ -96,7 +96,7 @@ class Claiming(Settling):
         claim.used = res.add(claim.used, pod.requests)
         claim.pods.append(pod)
         claim.ports.extend(pod.host_ports)
-        self.topology.record(pod, claim.domain, claim.view.pool.taints)
+        self.topology.record(pod, claim.domain, claim.taints)
 
     def open_claim(self, view: PoolView, checks: Checks, restrict: str | None = None) -> Claim | str:
         """Open a claim in the pool for the pod (held to one flavor when `restrict` names it), or why not."""

@@ -10,7 +10,7 @@ use crate::solver::model::{TopologySpreadConstraint, HOSTNAME};
 use crate::solver::preferences::Preferences;
 use crate::solver::requirements::{Reqs, Requirement};
 use crate::solver::resources as res;
-use crate::solver::targets::{Claim, ExistingTarget, Flavor, Offers};
+use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget, Flavor, Offers};
 use crate::solver::topology::{min_count, spread_group, term_group, untolerated};
 
 /// One pod's constraints at one relaxation level, resolved against the topology groups.
@@ -296,7 +296,9 @@ impl Scheduler<'_> {
         })
     }
 
-    /// `offers` is made from `merged`.
+    /// `offers` is made from `merged`. Pods already on the claim are held to the flavor's hard taints only,
+    /// and were counted with the node's taints: a flavor whose taints would change how a
+    /// nodeTaintsPolicy Honor spread counts them is no candidate (as in Python).
     pub(super) fn holds(
         &self,
         claim: &Claim,
@@ -316,6 +318,12 @@ impl Scheduler<'_> {
                     .pods
                     .iter()
                     .all(|&p| untolerated(&self.pods[p].tolerations, taints, false).is_none()))
+            && (*taints == claim.chosen().it.taints || {
+                let pool = &self.pools[claim.view].pool.taints;
+                let moved = with_flavor_taints(pool, taints);
+                self.topology
+                    .counted_alike(&claim.pods, &claim.taints(pool), &moved)
+            })
     }
 
     /// Whether the pod's hostname anti-affinity already rules out every claim (each holds a pod it

@@ -158,9 +158,9 @@ impl Scheduler<'_> {
         let claim = &self.claims[claim_at];
         self.room.set(claim_at, &room_left(claim));
         let domain = |key: &str| claim.domain(key);
-        let taints = &self.pools[claim.view].pool.taints;
+        let taints = claim.taints(&self.pools[claim.view].pool.taints);
         self.topology
-            .record(pod_id, &self.pods[pod_id], &domain, taints, 1, true);
+            .record(pod_id, &self.pods[pod_id], &domain, &taints, 1, true);
     }
 
     /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).
