@@ -171,6 +171,27 @@ def test_honor_counts_a_claim_with_the_taints_of_its_flavor(engine: str) -> None
     assert zones == {"z1", "z2"}
 
 
+def test_a_claim_keeps_flavors_that_count_its_pods_alike(engine: str) -> None:
+    """Two tolerating web pods pinned to z1 fill a small untainted claim there, counted by the spreading
+    pods' Honor spread, so those go to z2. A last tolerating pod then grows the z1 claim: the cheap tainted
+    flavor would hide the two from that spread (z1 0, z2 2), so the claim takes the untainted one (was:
+    the tainted flavor, skew 2)."""
+    dedicated = Taint("dedicated", "NoSchedule")
+    tolerate = (Toleration("dedicated", "Exists"),)
+    flavors = (
+        make_flavor("small", 2, 16 * GI, price=1.0, zones=("z1", "z2")),
+        make_flavor("tbig", 8, 32 * GI, price=1.5, zones=("z1",), taints=(dedicated,)),
+        make_flavor("mbig", 8, 32 * GI, price=4.0, zones=("z1", "z2")),
+    )
+    pinned = [web(f"w{i}", 1, node_selector={ZONE: "z1"}, tolerations=tolerate) for i in range(2)]
+    spread = (TopologySpreadConstraint(1, ZONE, "DoNotSchedule", APP, node_taints_policy="Honor"),)
+    spreading = [web(f"s{i}", 1, spread=spread) for i in range(2)]
+    last = make_pod("last", 0.5, 64 * MI, tolerations=tolerate)
+    plan = plan_for(snapshot([*pinned, *spreading, last], flavors=flavors), engine)
+    assert plan.unschedulable == {}
+    assert {claim.instance_type for claim in plan.node_claims if "default/w0" in claim.pods} != {"tbig"}
+
+
 def test_a_later_pod_cannot_narrow_a_key_under_pods_counted_without_it(engine: str) -> None:
     """A NodePool requirement `tier Exists` gives a new node a tier, `tier NotIn gold` lets it go without
     one. Two pods of the group land first; the carrier selects tier=silver, so its group counts only
