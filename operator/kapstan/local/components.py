@@ -32,6 +32,17 @@ class Component:
     env: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Audit:
+    """An audit policy file for the API servers and the directory their audit logs go to (one each)."""
+
+    policy: Path
+    directory: Path
+
+    def log_of(self, server: str) -> Path:
+        return self.directory / f"audit-{server}.log"
+
+
 def probe(url: str, pki: Path, client_cert: bool) -> bool:
     """True when ``url`` answers 200. TLS is verified against the sandbox CA where it issued the cert."""
     ctx: ssl.SSLContext | None = None
@@ -68,7 +79,9 @@ def etcd(art: Artifacts, data: Path) -> tuple[Component, str]:
     return Component("etcd", argv, f"{client_url}/health"), client_url
 
 
-def apiserver(art: Artifacts, name: str, etcd_url: str, pki: Path, data: Path) -> tuple[Component, int]:
+def apiserver(
+    art: Artifacts, name: str, etcd_url: str, pki: Path, data: Path, audit: Audit | None = None
+) -> tuple[Component, int]:
     port = free_port()
     argv = [
         str(art.sandbox),
@@ -92,6 +105,14 @@ def apiserver(art: Artifacts, name: str, etcd_url: str, pki: Path, data: Path) -
         "--profiling=false",
         "--v=1",
     ]
+    if audit is not None:
+        argv += [
+            f"--audit-policy-file={audit.policy}",
+            f"--audit-log-path={audit.log_of(name)}",
+            # Written as requests complete (not batched), so a reader sees every request once it returns.
+            "--audit-log-mode=blocking",
+            "--audit-log-maxsize=0",
+        ]
     return Component(f"kube-apiserver-{name}", argv, f"https://127.0.0.1:{port}/readyz", True), port
 
 

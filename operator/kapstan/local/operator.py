@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kapstan.local import procs
@@ -28,6 +28,8 @@ class OperatorProcess:
     extra_args: tuple[str, ...] = ()
     command: tuple[str, ...] = (sys.executable, "-m", "kapstan")
     """What runs ``kapstan``: this interpreter, or e.g. a container runtime's ``run ... IMAGE`` (tests)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Added to the process's environment (``bench.live`` points PYTHONPATH at another checkout)."""
     pid: int = 0
     metrics_port: int = 0
 
@@ -53,7 +55,7 @@ class OperatorProcess:
             argv += ["--engine", self.engine]
         argv += self.extra_args
         self.metrics_port = port
-        self.pid = procs.start(self.directory, self.name, argv)
+        self.pid = procs.start(self.directory, self.name, argv, self.env)
         return self
 
     @property

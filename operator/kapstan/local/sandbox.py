@@ -46,6 +46,14 @@ class Sandbox:
 
     directory: Path
     two_clusters: bool = False
+    audit_policy: Path | None = None
+    """An audit policy for the API servers (``bench.live`` counts kapstan's requests with one)."""
+
+    @property
+    def audit(self) -> components.Audit | None:
+        if self.audit_policy is None:
+            return None
+        return components.Audit(self.audit_policy, self.directory / "logs")
 
     @property
     def management_kubeconfig(self) -> Path:
@@ -101,7 +109,10 @@ class Sandbox:
         self._start_all([etcd], pki, timeout)
 
         names = ["management", "workload"] if self.two_clusters else ["sandbox"]
-        servers = [components.apiserver(art, n, etcd_url, pki, self.directory / "data" / n) for n in names]
+        servers = [
+            components.apiserver(art, n, etcd_url, pki, self.directory / "data" / n, self.audit)
+            for n in names
+        ]
         self._start_all([c for c, _ in servers], pki, timeout)
         kubeconfigs = {}
         for name, (_, port) in zip(names, servers, strict=True):

@@ -1,0 +1,157 @@
+"""``python -m bench.live [--pods N] [--boot-delay S] [--label NAME]``: see ``bench/live/__init__.py``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.live import audit, observe, operator_costs, phases, report, scenario
+from kapstan import scheduling
+from kapstan.cli import simulate_files
+from kapstan.local import article
+from kapstan.local.apply import apply
+from kapstan.local.operator import OperatorProcess
+from kapstan.local.run import KapstanRun
+from kapstan.local.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "live_results.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.live", description=__doc__)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--down-to", type=float, default=0.7, help="share of the pods after scale-down")
+    parser.add_argument("--boot-delay", type=int, default=10, help="the test provider's boot delay (s)")
+    parser.add_argument("--label", default="", help="name of this run in LIVE.md (default: the commit)")
+    parser.add_argument("--up-timeout", type=float, default=900)
+    parser.add_argument("--quiet", type=float, default=120, help="no change this long = settled (s)")
+    parser.add_argument("--down-timeout", type=float, default=600)
+    parser.add_argument(
+        "--operator-source",
+        type=Path,
+        help="run the operator from this copy of operator/ (e.g. `git archive main operator`, with the "
+        "built kapstan/_core*.so copied in), to measure another commit against this bench",
+    )
+    parser.add_argument("--operator-commit", default="", help="the commit --operator-source was taken from")
+    args = parser.parse_args()
+    label = args.label or _git("rev-parse", "--short", "HEAD")
+    result = asyncio.run(_bench(args, print))
+    result["label"] = label
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    results = [r for r in results if r["label"] != label] + [result]
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    (ROOT / "bench" / "LIVE.md").write_text(report.render(results))
+    print(f"wrote {RESULTS.relative_to(ROOT)} and bench/LIVE.md ({label})")
+
+
+async def _bench(args: argparse.Namespace, say: phases.Say) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="kapstan-live-"))
+    sandbox = Sandbox(work / "sandbox", audit_policy=audit.write_policy(work / "audit-policy.yaml"))
+    say(f"starting the sandbox in {work}")
+    sandbox.up()
+    try:
+        return await _measure(sandbox, work, args, say)
+    finally:
+        sandbox.down()
+
+
+async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: phases.Say) -> dict[str, Any]:
+    run = KapstanRun(sandbox, "live")
+    await run.connect()
+    client, _ = run.clients
+    ns, pool = run.namespace, run.pool
+    setup = [
+        article.namespace(ns),
+        *scenario.management(ns, run.cluster, args.boot_delay),
+        article.node_class(pool),
+        scenario.node_pool(pool, run.id),
+    ]
+    await apply(client, setup)
+    kubeconfig = sandbox.service_account_kubeconfig(audit.NAMESPACE, audit.SERVICE_ACCOUNT)
+    await apply(client, [audit.cluster_admin_binding()])
+    smaller = int(args.pods * args.down_to)
+    plans = {
+        "scaleUp": _simulate(work, setup, ns, run.id, args.pods),
+        "scaleDown": _simulate(work, setup, ns, run.id, smaller),
+    }
+    operator = OperatorProcess(
+        directory=sandbox.directory,
+        name="kapstan-live",
+        cluster=f"{ns}/{run.cluster}",
+        workload_kubeconfig=kubeconfig,
+        management_kubeconfig=kubeconfig,
+        lease=f"kapstan-{run.id}",
+        env={"PYTHONPATH": str(args.operator_source)} if args.operator_source else {},
+    ).start()
+    await run.wait_for("kapstan to hold its Lease", run.lease_holder, 120)
+    load = {"start": os.getloadavg()}
+    say(f"kapstan leads; applying {args.pods} pods")
+    up = await phases.scale_up(
+        client, ns, pool, run.id, args.pods, timeout=args.up_timeout, interval=2.0, say=say
+    )
+    up["operatorCpuSeconds"] = operator_costs.cpu_seconds(operator.pid)
+    up["operatorPeakRssMiB"] = operator_costs.peak_rss_mib(operator.pid)
+    up["accounting"] = (await observe.accounting(client, ns, pool, run.id)).to_json()
+    load["scaleUp"] = os.getloadavg()
+    say(f"scaling down to {smaller} pods")
+    down = await phases.scale_down(
+        client, ns, pool, smaller, quiet=args.quiet, timeout=args.down_timeout, interval=3.0, say=say
+    )
+    await asyncio.sleep(3)  # the last requests of the phase reach the audit log
+    log = sandbox.audit.log_of("sandbox") if sandbox.audit else work / "none"
+    up["requests"] = audit.count(log, up["start"], up["end"]).to_json()
+    down["requests"] = audit.count(log, down["start"], down["end"]).to_json()
+    down["commands"] = operator_costs.commands(
+        sandbox.directory / "logs" / f"{operator.name}.log", down["start"], down["end"]
+    )
+    down["accounting"] = (await observe.accounting(client, ns, pool, run.id)).to_json()
+    load["end"] = os.getloadavg()
+    totals = {
+        "operatorCpuSeconds": operator_costs.cpu_seconds(operator.pid),
+        "operatorPeakRssMiB": operator_costs.peak_rss_mib(operator.pid),
+    }
+    operator.stop()
+    return {
+        "commit": args.operator_commit or _git("rev-parse", "--short", "HEAD"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "pods": args.pods,
+        "downTo": smaller,
+        "bootDelaySeconds": args.boot_delay,
+        "engine": scheduling.default_engine(),
+        "load": {phase: [round(x, 2) for x in avg] for phase, avg in load.items()},
+        "simulate": plans,
+        "scaleUp": up,
+        "scaleDown": down,
+        "operator": totals,
+    }
+
+
+def _simulate(work: Path, setup: list[dict[str, Any]], ns: str, run: str, pods: int) -> dict[str, Any]:
+    """``kapstan simulate`` of the same manifests from an empty pool."""
+    path = work / f"simulate-{pods}.yaml"
+    path.write_text(yaml.safe_dump_all([*setup, *scenario.workloads(ns, run, pods)], sort_keys=False))
+    _, plan = simulate_files([path], None)
+    return {
+        "nodes": len(plan.node_claims),
+        "price": round(plan.total_price_per_hour, 4),
+        "unschedulable": len(plan.unschedulable),
+        "command": f"kapstan simulate -f {path.name}",
+    }
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""What the bench reads from the sandbox while a phase runs: claims, pods, Deployments, the accounting.
+
+Everything is read with the admin client, which the audit policy leaves out, so the bench's polling does
+not count as kapstan's requests.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kapstan.api.wellknown import INSTANCE_TYPE, LAUNCHED, NODEPOOL, PRICE_ANNOTATION
+from kapstan.capi import contract as c
+from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+from kapstan.local.article import RUN_LABEL
+
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+
+
+def epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class Fleet:
+    """The run's NodeClaims and pods at one instant."""
+
+    claims: list[Object]
+    pods: list[Object]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(claim["metadata"]["name"] for claim in self.claims)
+
+    @property
+    def price(self) -> float:
+        return round(sum(float(_annotations(cl).get(PRICE_ANNOTATION, 0)) for cl in self.claims), 4)
+
+    def running(self, app: str | None = None) -> int:
+        return sum(1 for pod in self._workload(app) if pod.get("status", {}).get("phase") == "Running")
+
+    def pending(self, app: str | None = None) -> list[Object]:
+        return [pod for pod in self._workload(app) if pod.get("status", {}).get("phase") == "Pending"]
+
+    def flavors(self) -> dict[str, int]:
+        counts = Counter(cl["metadata"].get("labels", {}).get(INSTANCE_TYPE, "?") for cl in self.claims)
+        return dict(sorted(counts.items()))
+
+    def _workload(self, app: str | None) -> list[Object]:
+        def wanted(name: str) -> bool:
+            return name != "node-agent" if app is None else name == app
+
+        return [pod for pod in self.pods if wanted(pod["metadata"].get("labels", {}).get("app", ""))]
+
+
+async def fleet(client: Client, namespace: str, pool: str) -> Fleet:
+    claims = await client.request("GET", NODECLAIMS, params={"labelSelector": f"{NODEPOOL}={pool}"})
+    pods = await client.request("GET", PODS, namespace=namespace)
+    live = [cl for cl in claims.get("items", []) if not cl["metadata"].get("deletionTimestamp")]
+    return Fleet(live, [p for p in pods.get("items", []) if not p["metadata"].get("deletionTimestamp")])
+
+
+def launch_latencies(claims: list[Object]) -> tuple[list[float], float]:
+    """Each claim's created -> Launched seconds, and the latest Launched instant (epoch; 0 if none)."""
+    latencies, last = [], 0.0
+    for claim in claims:
+        for condition in claim.get("status", {}).get("conditions") or []:
+            if condition["type"] == LAUNCHED and condition["status"] == "True":
+                launched = epoch(condition["lastTransitionTime"])
+                latencies.append(launched - epoch(claim["metadata"]["creationTimestamp"]))
+                last = max(last, launched)
+    return latencies, last
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+async def availability(client: Client, namespace: str) -> dict[str, float]:
+    """Each Deployment's available replicas over desired."""
+    found = await client.request("GET", DEPLOYMENTS, namespace=namespace)
+    shares = {}
+    for deployment in found.get("items", []):
+        desired = deployment["spec"].get("replicas", 0)
+        available = deployment.get("status", {}).get("availableReplicas", 0)
+        shares[deployment["metadata"]["name"]] = available / desired if desired else 1.0
+    return shares
+
+
+@dataclass
+class Accounting:
+    node_claims: int
+    machines: int
+    nodes: int
+    replicas: int
+    details: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        return self.node_claims == self.machines == self.nodes == self.replicas
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodeClaims": self.node_claims,
+            "machines": self.machines,
+            "nodes": self.nodes,
+            "replicas": self.replicas,
+            "exact": self.exact,
+        }
+
+
+async def accounting(client: Client, namespace: str, pool: str, run: str) -> Accounting:
+    claims = await client.request("GET", NODECLAIMS, params={"labelSelector": f"{NODEPOOL}={pool}"})
+    machines = await client.request("GET", c.MACHINES, namespace=namespace)
+    nodes = await client.request("GET", NODES, params={"labelSelector": f"{RUN_LABEL}={run}"})
+    mds = await client.request("GET", c.MACHINEDEPLOYMENTS, namespace=namespace)
+    return Accounting(
+        node_claims=len(claims.get("items", [])),
+        machines=len(machines.get("items", [])),
+        nodes=len(nodes.get("items", [])),
+        replicas=sum(c.replicas(md) for md in mds.get("items", [])),
+    )
+
+
+def _annotations(obj: Object) -> dict[str, str]:
+    return obj["metadata"].get("annotations") or {}

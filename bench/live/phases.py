@@ -1,0 +1,126 @@
+"""The two measured phases: N pods from an empty pool, then the Deployments scaled to a smaller count.
+
+Each phase polls the fleet (every ``interval`` seconds) and returns a plain dict of what it saw; the
+API request counts, the operator's costs and ``simulate`` are added by the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.live import observe, scenario
+from kapstan.kube.client import Client
+from kapstan.local.apply import apply
+
+Say = Callable[[str], None]
+
+
+async def scale_up(
+    client: Client,
+    namespace: str,
+    pool: str,
+    run: str,
+    pods: int,
+    *,
+    timeout: float,
+    interval: float,
+    say: Say,
+) -> dict[str, Any]:
+    """Apply the workloads for ``pods`` pods and wait until all are Running (or ``timeout``)."""
+    start = time.time()
+    await apply(client, scenario.workloads(namespace, run, pods))
+    first_claim = half = everything = None
+    agents_pending = 0
+    fleet = await observe.fleet(client, namespace, pool)
+    while time.time() - start < timeout:
+        fleet = await observe.fleet(client, namespace, pool)
+        now = time.time() - start
+        running = fleet.running()
+        agents_pending = max(agents_pending, len(fleet.pending("node-agent")))
+        if first_claim is None and fleet.claims:
+            first_claim = now
+        if half is None and running >= pods / 2:
+            half = now
+        if running >= pods:
+            everything = now
+            break
+        say(f"T+{now:5.0f}s  claims {len(fleet.claims)}  running {running}/{pods}")
+        await asyncio.sleep(interval)
+    latencies, last_launched = observe.launch_latencies(fleet.claims)
+    return {
+        "start": start,
+        "end": time.time(),
+        "firstClaimSeconds": _round(first_claim),
+        "allLaunchedSeconds": _round(last_launched - start) if last_launched else None,
+        "launchP50Seconds": round(observe.percentile(latencies, 50), 1),
+        "launchP90Seconds": round(observe.percentile(latencies, 90), 1),
+        "halfRunningSeconds": _round(half),
+        "allRunningSeconds": _round(everything),
+        "running": fleet.running(),
+        "nodes": len(fleet.claims),
+        "price": fleet.price,
+        "flavors": fleet.flavors(),
+        "nodeAgentPendingPeak": agents_pending,
+    }
+
+
+async def scale_down(
+    client: Client,
+    namespace: str,
+    pool: str,
+    pods: int,
+    *,
+    quiet: float,
+    timeout: float,
+    interval: float,
+    say: Say,
+) -> dict[str, Any]:
+    """Scale the Deployments to ``pods`` in all; wait until the fleet has not changed for ``quiet``
+    seconds with every pod Running (or ``timeout``). Settle time is the last change's."""
+    start = time.time()
+    for name, count in scenario.replicas(pods).items():
+        await client.patch(observe.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace=namespace)
+    fleet = await observe.fleet(client, namespace, pool)
+    seen, created, removed = fleet.names, set[str](), set[str]()
+    last_change, longest_pending = start, 0.0
+    lowest: dict[str, float] = {}
+    while time.time() - start < timeout:
+        await asyncio.sleep(interval)
+        fleet = await observe.fleet(client, namespace, pool)
+        now = time.time()
+        if fleet.names != seen:
+            created |= fleet.names - seen
+            removed |= seen - fleet.names
+            seen, last_change = fleet.names, now
+        for pod in fleet.pending():
+            longest_pending = max(longest_pending, now - observe.epoch(pod["metadata"]["creationTimestamp"]))
+        for name, share in (await observe.availability(client, namespace)).items():
+            lowest[name] = min(lowest.get(name, 1.0), share)
+        settled = now - last_change >= quiet and fleet.running() >= pods
+        say(
+            f"T+{now - start:5.0f}s  nodes {len(fleet.claims)}  running {fleet.running()}/{pods}  "
+            f"created {len(created)} removed {len(removed)}"
+        )
+        if settled:
+            break
+    return {
+        "start": start,
+        "end": time.time(),
+        "settled": time.time() - last_change >= quiet,
+        "settleSeconds": round(last_change - start, 1),
+        "claimsCreated": len(created),
+        "claimsRemoved": len(removed),
+        "longestPendingSeconds": round(longest_pending, 1),
+        "lowestAvailability": {name: round(share, 3) for name, share in sorted(lowest.items())},
+        "running": fleet.running(),
+        "nodes": len(fleet.claims),
+        "price": fleet.price,
+        "flavors": fleet.flavors(),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)

@@ -1,0 +1,153 @@
+"""``bench/LIVE.md`` from the accumulated results: one column per run, one row per figure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench.live import scenario
+
+Row = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def _seconds(value: float | None) -> str:
+    return "not reached" if value is None else f"{value:.0f} s"
+
+
+def _versus(live: float, planned: float) -> str:
+    return f"{live:g} vs {planned:g} ({(live / planned - 1) * 100:+.1f}%)" if planned else f"{live:g}"
+
+
+def _verbs(requests: dict[str, Any]) -> str:
+    return ", ".join(f"{verb} {n}" for verb, n in requests["byVerb"].items())
+
+
+def _accounting(acc: dict[str, Any]) -> str:
+    figures = f"{acc['nodeClaims']} / {acc['machines']} / {acc['nodes']} / {acc['replicas']}"
+    return figures + (" exact" if acc["exact"] else " **MISMATCH**")
+
+
+def _lowest(down: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {share * 100:.0f}%" for name, share in down["lowestAvailability"].items())
+
+
+ROWS: list[Row] = [
+    ("pods (scale-up) -> after scale-down", lambda r: f"{r['pods']} -> {r['downTo']}"),
+    (
+        "load average (1 min) at start / after scale-up / end",
+        lambda r: " / ".join(f"{v[0]:.1f}" for v in r["load"].values()),
+    ),
+    ("first NodeClaim", lambda r: _seconds(r["scaleUp"]["firstClaimSeconds"])),
+    ("all NodeClaims Launched", lambda r: _seconds(r["scaleUp"]["allLaunchedSeconds"])),
+    (
+        "created -> Launched p50 / p90",
+        lambda r: f"{r['scaleUp']['launchP50Seconds']:.0f} s / {r['scaleUp']['launchP90Seconds']:.0f} s",
+    ),
+    ("50% of pods Running", lambda r: _seconds(r["scaleUp"]["halfRunningSeconds"])),
+    ("all pods Running", lambda r: _seconds(r["scaleUp"]["allRunningSeconds"])),
+    ("nodes, live vs simulate", lambda r: _versus(r["scaleUp"]["nodes"], r["simulate"]["scaleUp"]["nodes"])),
+    (
+        "price/h, live vs simulate",
+        lambda r: _versus(r["scaleUp"]["price"], r["simulate"]["scaleUp"]["price"]),
+    ),
+    ("live flavors", lambda r: ", ".join(f"{n} {f}" for f, n in r["scaleUp"]["flavors"].items())),
+    ("node-agent pods Pending (peak)", lambda r: str(r["scaleUp"]["nodeAgentPendingPeak"])),
+    (
+        "MD scale writes / 409 Conflict",
+        lambda r: f"{r['scaleUp']['requests']['scaleWrites']} / {r['scaleUp']['requests']['scaleConflicts']}",
+    ),
+    (
+        "kapstan API requests (scale-up)",
+        lambda r: (
+            f"{r['scaleUp']['requests']['total']} ({r['scaleUp']['requests']['total'] / r['pods']:.2f} per pod)"
+        ),
+    ),
+    ("  by verb", lambda r: _verbs(r["scaleUp"]["requests"])),
+    ("  409 Conflict on any write", lambda r: str(r["scaleUp"]["requests"]["conflicts"])),
+    (
+        "operator CPU s / peak RSS (scale-up)",
+        lambda r: (
+            f"{r['scaleUp']['operatorCpuSeconds']:.0f} s / {r['scaleUp']['operatorPeakRssMiB']:.0f} MiB"
+        ),
+    ),
+    (
+        "accounting after scale-up (claims / Machines / Nodes / replicas)",
+        lambda r: _accounting(r["scaleUp"]["accounting"]),
+    ),
+    (
+        "scale-down: settled (no change for the quiet time)",
+        lambda r: "yes" if r["scaleDown"]["settled"] else "**no** (timed out)",
+    ),
+    ("scale-down: last change (settle time)", lambda r: _seconds(r["scaleDown"]["settleSeconds"])),
+    ("scale-down: disruption commands", lambda r: str(len(r["scaleDown"]["commands"]))),
+    (
+        "scale-down: NodeClaims removed / created",
+        lambda r: f"{r['scaleDown']['claimsRemoved']} / {r['scaleDown']['claimsCreated']}",
+    ),
+    ("scale-down: evictions", lambda r: str(r["scaleDown"]["requests"]["evictions"])),
+    ("scale-down: longest Pending pod", lambda r: f"{r['scaleDown']['longestPendingSeconds']:.0f} s"),
+    ("scale-down: lowest availability", lambda r: _lowest(r["scaleDown"])),
+    (
+        "scale-down: nodes, live vs simulate",
+        lambda r: _versus(r["scaleDown"]["nodes"], r["simulate"]["scaleDown"]["nodes"]),
+    ),
+    (
+        "scale-down: price/h, live vs simulate",
+        lambda r: _versus(r["scaleDown"]["price"], r["simulate"]["scaleDown"]["price"]),
+    ),
+    (
+        "scale-down: kapstan API requests",
+        lambda r: f"{r['scaleDown']['requests']['total']} ({_verbs(r['scaleDown']['requests'])})",
+    ),
+    ("accounting at the end", lambda r: _accounting(r["scaleDown"]["accounting"])),
+    (
+        "operator CPU s / peak RSS (whole run)",
+        lambda r: (
+            f"{r['operator']['operatorCpuSeconds']:.0f} s / {r['operator']['operatorPeakRssMiB']:.0f} MiB"
+        ),
+    ),
+]
+
+HEADER = """# kapstan live benchmark (issue 14)
+
+Measured by `python -m bench.live --pods N --label LABEL` on the sandbox (`kapstan.local`: real
+kube-apiserver, kube-scheduler, kwok, Cluster API v1.14.2 core manager, our test provider), one column
+per run. The fleet: {flavors} in {zones} ({mds} managed MDs), {boot} s boot delay, one NodePool
+(`WhenEmptyOrUnderutilized`, `consolidateAfter: 30s`, budget `nodes: 20%`), a node-agent DaemonSet
+(100m / 128Mi), six Deployments ({workloads}; web and api spread hard over zones), each with a PDB of
+`maxUnavailable: 10%`. Scale-up: from an empty pool to N pods, timed from the apply. Scale-down: the
+Deployments to 70%, settled once the set of NodeClaims has not changed for 120 s with every pod Running
+(the phase gives up after 600 s).
+
+How each figure is taken: times from the bench's polling (every 2 s during scale-up, 3 s after) and the
+NodeClaims' `Launched` condition times; "simulate" is `kapstan simulate` of the very manifests applied
+(the file is written next to the sandbox); kapstan's API requests come from the kube-apiserver's audit
+log, with a policy that logs only kapstan's identity (the operator runs as ServiceAccount
+`kube-system/kapstan-bench`, bound to cluster-admin; watches still open at the end are not counted);
+scale writes are PATCHes of `machinedeployments/scale`; operator CPU and peak RSS are `/proc/PID/stat`
+utime+stime and `VmHWM`; disruption commands are the operator's log lines that start one. The machine is
+shared by several engineers (2 cores): the load average is recorded with each run.
+
+"""
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    first = results[0]
+    text = HEADER.format(
+        flavors=", ".join(f"{f.name} ({f.cpu} CPU / {f.memory}, {f.price}/h)" for f in scenario.FLAVORS),
+        zones=", ".join(scenario.ZONES),
+        mds=len(scenario.FLAVORS) * len(scenario.ZONES),
+        boot=first["bootDelaySeconds"],
+        workloads=", ".join(f"{w.name} {w.share:.0%} of {w.cpu} / {w.memory}" for w in scenario.WORKLOADS),
+    )
+    labels = [f"{r['label']} ({r['commit']}, {r['date']})" for r in results]
+    text += "| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(results) + "\n"
+    for name, cell in ROWS:
+        text += f"| {name} | " + " | ".join(cell(r) for r in results) + " |\n"
+    for r in results:
+        commands = r["scaleDown"]["commands"]
+        text += f"\n## {r['label']}: scale-down commands ({len(commands)})\n\n"
+        text += "".join(f"- T+{c['seconds']:.0f} s: {c['message']}\n" for c in commands[:30])
+        if len(commands) > 30:
+            text += f"- ... and {len(commands) - 30} more\n"
+    return text
