@@ -10,7 +10,7 @@ from kube_helpers import NAMESPACES, fresh_namespace
 
 from kapstan.kube.client import CONFIGMAPS, Client, Object
 from kapstan.kube.clock import FakeClock
-from kapstan.kube.events import AGGREGATION_WINDOW, EVENTS, EventRecorder, list_events
+from kapstan.kube.events import AGGREGATION_WINDOW, EVENTS, SERIES_INTERVAL, EventRecorder, list_events
 from kapstan.local import Sandbox
 
 pytestmark = pytest.mark.sandbox
@@ -127,5 +127,33 @@ def test_failures_are_logged_not_raised(sandbox: Sandbox, caplog: pytest.LogCapt
         assert "dropping event Lost on ConfigMap no-such-namespace/ghost" in dropped[0].getMessage()
         assert "dropping event Odd on Pod no-uid" in dropped[1].getMessage()
         assert dropped[1].exc_info is not None, "a malformed object is logged with its traceback"
+
+    asyncio.run(scenario())
+
+
+def test_noted_repeats_are_one_event_whose_series_counts_them(sandbox: Sandbox) -> None:
+    async def scenario() -> None:
+        client = await Client.connect(str(sandbox.workload_kubeconfig))
+        namespace = await fresh_namespace(client, "noted")
+        target = await _configmap(client, namespace, "pod")
+        clock = FakeClock()
+        recorder = EventRecorder(client, "kapstan-test", clock=clock)
+
+        for batch in range(3):
+            recorder.note(target, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/c-{batch}")
+        await recorder.flush()
+        [event] = await list_events(client, target)
+        assert (event["reason"], event["count"]) == ("Nominated", 3)
+
+        # Within SERIES_INTERVAL repeats are only counted; the next one after it writes the series.
+        recorder.note(target, "Normal", "Nominated", "Pod should schedule on: nodeclaim/c-3")
+        await recorder.flush()
+        assert [e["count"] for e in await list_events(client, target)] == [3]
+        clock.advance(SERIES_INTERVAL)
+        recorder.note(target, "Normal", "Nominated", "Pod should schedule on: nodeclaim/c-4")
+        await recorder.flush()
+        [event] = await list_events(client, target)
+        assert (event["count"], event["series"]["count"]) == (5, 5)
+        assert event["message"] == "Pod should schedule on: nodeclaim/c-4"
 
     asyncio.run(scenario())

@@ -50,7 +50,6 @@ from kapstan.snapshot import build_simulation_input
 
 log = logging.getLogger(__name__)
 
-EVENT_CONCURRENCY = 16
 _NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
 
 
@@ -177,7 +176,7 @@ class Provisioner:
             (key, "Warning", "FailedScheduling", f"no flavor fits: {reason}")
             for key, reason in plan.unschedulable.items()
         ]
-        await self._pod_events(notes)
+        self._pod_events(notes)
         return created
 
     async def _solve(self, snapshot: Snapshot) -> Plan:
@@ -249,18 +248,14 @@ class Provisioner:
         objects = {Meta.of(pool).name: pool for pool in self.state.node_pools.store.objects()}
         return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
 
-    async def _pod_events(self, notes: list[PodNote]) -> None:
-        """One Event per pod, a few at a time: a batch of thousands must not wait on them one by one."""
-        gate = asyncio.Semaphore(EVENT_CONCURRENCY)
-
-        async def note(pod_key: str, kind: EventType, reason: str, message: str) -> None:
+    def _pod_events(self, notes: list[PodNote]) -> None:
+        """One Event per pod and reason per window, written in the background (the recorder's ``note``):
+        the batch does not wait on thousands of writes, and a pod re-planned every batch is one Event."""
+        for pod_key, kind, reason, message in notes:
             namespace, _, name = pod_key.partition("/")
             pod = self.state.pods.store.get_by_name(name, namespace)
             if pod is not None:
-                async with gate:
-                    await self.events.emit(pod, kind, reason, message)
-
-        await asyncio.gather(*(note(*entry) for entry in notes))
+                self.events.note(pod, kind, reason, message)
 
     async def _report(self, problems: list[Problem]) -> None:
         for problem in problems:

@@ -9,6 +9,13 @@ costs one Event, not hundreds.
 
 Events are best effort: ``emit`` never raises. An API failure is logged and the event dropped, because a
 reconcile that did its work must not fail over the note it leaves behind.
+
+Events about pods in a batch (``Nominated``, ``FailedScheduling``) go through ``note`` instead, which never
+waits and never writes more than client-go's recorder would: one Event per pod and reason per window,
+written in the background by a few tasks; repeats within the window are counted in memory and reach the
+Event's ``series`` at most once per ``SERIES_INTERVAL`` (client-go's spam filter lets one object's
+repeats through at about that rate). A batch of thousands of pods re-planned every few seconds thus
+costs one write per pod, not one per pod per batch, and the provisioner does not wait for any of them.
 """
 
 from __future__ import annotations
@@ -35,6 +42,13 @@ EventType = Literal["Normal", "Warning"]
 AGGREGATION_WINDOW = 600.0
 CACHE_SIZE = 4096
 
+# A noted repeat is written (into the Event's series) at most this often per object and reason.
+SERIES_INTERVAL = 300.0
+NOTE_CACHE_SIZE = 16384
+"""Objects and reasons whose noted Events are remembered: a fleet's pending pods, twice over."""
+NOTE_WRITERS = 8
+"""Background writes in flight at once."""
+
 # Cluster-scoped objects have no namespace of their own; the API server accepts their Events here.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
 
@@ -52,6 +66,23 @@ class _Recorded:
     count: int
 
 
+@dataclass
+class _Noted:
+    """An object's Event of one reason within the window: what was seen, what was written."""
+
+    obj: Object
+    type: EventType
+    reason: str
+    message: str
+    count: int = 1
+    written: int = 0
+    """The count the API server has (0: not created yet)."""
+    written_at: float = 0.0
+    event: tuple[str, str] | None = None
+    """(namespace, name) of the Event once created."""
+    queued: bool = False
+
+
 class EventRecorder:
     """Writes Events for one component; share one per cluster client, it is safe across tasks."""
 
@@ -63,6 +94,80 @@ class EventRecorder:
         )
         # Two tasks reporting the same thing at once would otherwise both create an Event.
         self._locks: weakref.WeakValueDictionary[_Key, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._clock = clock
+        self._noted: TTLCache[tuple[str, str], _Noted] = TTLCache(
+            maxsize=NOTE_CACHE_SIZE, ttl=AGGREGATION_WINDOW, timer=clock.now
+        )
+        self._to_write: asyncio.Queue[_Noted] | None = None
+        self._writers: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def note(self, obj: Object, type: EventType, reason: str, message: str) -> None:
+        """Record ``reason`` on ``obj`` without waiting: the first time in the window it is written in the
+        background; a repeat only counts, and the count is written at most once per SERIES_INTERVAL."""
+        key = (obj.get("metadata", {}).get("uid", ""), reason)
+        noted = self._noted.get(key)
+        if noted is None:
+            noted = _Noted(obj, type, reason, message)
+            self._noted[key] = noted
+        else:
+            noted.count += 1
+            noted.message = message
+            self._noted[key] = noted  # a steady repeat keeps its window open, as emit's does
+            if noted.written and self._clock.now() - noted.written_at < SERIES_INTERVAL:
+                return
+        if not noted.queued:
+            noted.queued = True
+            self._queue().put_nowait(noted)
+
+    async def flush(self) -> None:
+        """Wait until every noted Event queued so far is written (tests, and shutdown)."""
+        if self._to_write is not None:
+            await self._to_write.join()
+
+    def _queue(self) -> asyncio.Queue[_Noted]:
+        loop = asyncio.get_running_loop()
+        if self._to_write is None or self._loop is not loop:  # a recorder outlives a test's event loop
+            self._loop = loop
+            self._to_write = asyncio.Queue()
+            self._writers = [asyncio.ensure_future(self._write_noted()) for _ in range(NOTE_WRITERS)]
+        return self._to_write
+
+    async def _write_noted(self) -> None:
+        assert self._to_write is not None
+        while True:
+            noted = await self._to_write.get()
+            noted.queued = False
+            try:
+                await self._write(noted)
+            except ApiError as error:
+                log.warning(
+                    "dropping event %s on %s: %s", noted.reason, _display(noted.obj["metadata"]), error
+                )
+            except Exception:
+                log.warning("dropping event %s", noted.reason, exc_info=True)
+            finally:
+                self._to_write.task_done()
+
+    async def _write(self, noted: _Noted) -> None:
+        count, now = noted.count, _timestamp()
+        if noted.event is not None:
+            namespace, name = noted.event
+            series = {"count": count, "lastObservedTime": _micro_timestamp()}
+            patch = {"count": count, "lastTimestamp": now, "message": noted.message, "series": series}
+            try:
+                await self._client.patch(EVENTS, name, patch, namespace=namespace)
+            except ApiError as error:
+                if not error.not_found:  # deleted after the server's --event-ttl: start a new one
+                    raise
+            else:
+                noted.written, noted.written_at = count, self._clock.now()
+                return
+        body = self._event(noted.obj, noted.type, noted.reason, noted.message, now)
+        body["count"] = count
+        created = await self._client.create(EVENTS, body)
+        noted.event = (created["metadata"]["namespace"], created["metadata"]["name"])
+        noted.written, noted.written_at = count, self._clock.now()
 
     async def emit(self, obj: Object, type: EventType, reason: str, message: str) -> None:
         """Record ``reason``/``message`` on ``obj`` (a full object with metadata, apiVersion and kind)."""
@@ -152,6 +257,11 @@ def _event_name(object_name: str) -> str:
 def _timestamp() -> str:
     # Event timestamps are metav1.Time: RFC 3339 at whole seconds.
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_timestamp() -> str:
+    # EventSeries.lastObservedTime is a metav1.MicroTime.
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _display(meta: Object) -> str:
