@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 
 import pytest
 from kube_helpers import fresh_namespace
@@ -46,5 +48,38 @@ def test_conditional_patch_and_subresources(sandbox: Sandbox) -> None:
         assert caught.value.not_found
         assert str(caught.value).startswith(f"PATCH configmaps {namespace}/p nope: ")
         assert isinstance(caught.value.__cause__, Exception), "the client's error is chained"
+
+    asyncio.run(scenario())
+
+
+def _sockets() -> set[str]:
+    """This process's open sockets (their inodes), to tell a reused connection from a new one."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:"):
+                found.add(target)
+    return found
+
+
+def test_concurrent_requests_reuse_the_pools_connections(sandbox: Sandbox) -> None:
+    """Two rounds of 60 requests at once, 6 s apart: the second opens no connection. httpx's default pool
+    keeps at most 20 idle connections for 5 s, so the second round used to open every one again, with a
+    TLS handshake each, as the operator did after every pause between its bursts."""
+
+    async def scenario() -> None:
+        client = await Client.connect(str(sandbox.workload_kubeconfig))
+        namespace = await fresh_namespace(client, "pool")
+
+        async def round_of(n: int) -> None:
+            await asyncio.gather(*(client.request("GET", CONFIGMAPS, namespace=namespace) for _ in range(n)))
+
+        await round_of(60)
+        after_first = _sockets()
+        await asyncio.sleep(6)
+        await round_of(60)
+        opened = _sockets() - after_first
+        assert opened == set(), f"{len(opened)} connections opened again"
 
     asyncio.run(scenario())
