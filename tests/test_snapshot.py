@@ -439,3 +439,45 @@ metadata: {name: last}
 spec: {containers: [{name: c}]}
 """)
     assert [p.key for p in snapshot.pods] == ["default/first", "team/rs-0", "team/rs-1", "default/last"]
+
+
+PENDING_1CPU = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p%d, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def _planned_on(text: str, planned_on: dict[str, str]) -> Snapshot:
+    manifests = load_text(CATALOG + "\n---\n" + text)
+    return build_simulation_input(manifests, planned_on=planned_on).snapshot
+
+
+def test_pods_planned_on_a_launching_claim_stay_on_it_while_they_fit() -> None:
+    pods = "".join(PENDING_1CPU % i for i in range(4))
+    planned = {f"default/p{i}": "default-abcde" for i in range(3)}  # p3 came later, it has no claim
+    snapshot = _planned_on(CLAIM + pods, planned)
+    (node,) = snapshot.nodes
+    # The c3-4 claim (2 CPU) takes back p0 and p1; p2 no longer fits (its room went, say, to a smaller
+    # fallback flavor), so it is planned again with p3.
+    assert [pod.key for pod in node.pods] == ["default/p0", "default/p1"]
+    assert [pod.key for pod in snapshot.pods] == ["default/p2", "default/p3"]
+    assert [pod.key for pod in snapshot_of(CLAIM + pods).pods] == [f"default/p{i}" for i in range(4)]
+
+
+def test_pods_planned_on_an_initialized_or_deleting_claim_are_pending() -> None:
+    pods = PENDING_1CPU % 0
+    initialized = _planned_on(JOINED % "True" + pods, {"default/p0": "default-abcde"})
+    assert [pod.key for pod in initialized.pods] == ["default/p0"]
+    joining = _planned_on(JOINED % "False" + pods, {"default/p0": "default-abcde"})
+    assert joining.pods == () and [pod.key for pod in joining.nodes[0].pods] == ["default/p0"]
+    deleting = CLAIM.replace(
+        "  name: default-abcde",
+        "  name: default-abcde\n  deletionTimestamp: 2026-01-01T00:00:00Z\n  finalizers: [karpenter.sh/termination]",
+    )
+    assert [pod.key for pod in _planned_on(deleting + pods, {"default/p0": "default-abcde"}).pods] == [
+        "default/p0"
+    ]

@@ -6,9 +6,10 @@ replicas is one decision, not 500. Then the provisioner snapshots both clusters,
 NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
 crash between the two leaves a NodeClaim that the next leader launches, never a Machine nobody owns.
 
-In-flight NodeClaims are nodes in the snapshot (``kapstan.snapshot``), so pods that already have a claim
-on the way land on it again in the next batch instead of asking for another one: a retried or repeated
-batch does not double-provision.
+In-flight NodeClaims are nodes in the snapshot (``kapstan.snapshot``), and the pods a plan put on one stay
+on it in the next snapshots while it is on its way (``planned_on``), as if bound: the next batch plans only
+the pods without a claim, into the room the in-flight claims left, so a retried or repeated batch neither
+double-provisions nor re-packs the pods of in-flight claims onto new ones.
 """
 
 from __future__ import annotations
@@ -113,6 +114,9 @@ class Provisioner:
         self.batcher = Batcher(self.window, clock)
         self._pending: set[str] = set()
         """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
+        self._planned_on: dict[str, str] = {}
+        """Pending pod key to the NodeClaim a plan put it on; the snapshot keeps it there while the claim
+        is on its way (``build_simulation_input``'s ``planned_on``)."""
         state.pods.add_handler(self._on_pod)
         for informer in (state.node_pools, state.node_classes, state.machine_deployments, state.node_claims):
             informer.add_handler(self._on_capacity_change)
@@ -154,11 +158,16 @@ class Provisioner:
         await self._report(gathered.problems)
         pools = self._ready_pools(gathered)
         skipped: list[tuple[FlavorSource, ManifestError]] = []
+        unbound = {
+            f"{pod.namespace}/{pod.name}" for pod in gathered.manifests.pods() if not pod.spec.node_name
+        }
+        self._planned_on = {pod: claim for pod, claim in self._planned_on.items() if pod in unbound}
         try:
             simulation = build_simulation_input(
                 gathered.manifests,
                 (self.state.cluster.namespace, self.state.cluster.name),
                 skip=lambda source, error: skipped.append((source, error)),
+                planned_on=self._planned_on,
             )
         except ManifestError as error:
             log.error("cannot build a snapshot: %s", error)
@@ -222,6 +231,7 @@ class Provisioner:
                 (key, "Normal", "Nominated", f"Pod should schedule on: nodeclaim/{name}")
                 for key in claim.pods
             ]
+            self._planned_on.update(dict.fromkeys(claim.pods, name))
         return created, notes
 
     def _nominate(self, plan: Plan) -> list[PodNote]:
@@ -232,6 +242,8 @@ class Provisioner:
         notes: list[PodNote] = []
         for node, keys in counted_on.items():
             kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
+            if kind == "nodeclaim":  # a launching claim: the pods stay on it in the next snapshots
+                self._planned_on.update(dict.fromkeys(keys, node))
             notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
         return notes
 
