@@ -117,3 +117,25 @@ def test_a_large_node_is_replaced_m_to_n(engine: str) -> None:
     found = choose(_observed([_candidate(big, 0.5)], snap), _solver(engine), MinSaving(), 10.0)
     assert found is not None and found[0] == UNDERUTILIZED and found[1].kind == REPLACE
     assert len(found[1].replacements) == 2
+
+
+def test_a_pool_that_is_still_provisioning_is_left_alone(engine: str) -> None:
+    snap, candidates = _half_used()
+    empty = [replace(candidates[0], claim="empty", pods=()), *candidates[1:]]
+    growing = {"pool": "NodeClaim pool-x is not Initialized yet"}
+    assert choose(_observed(empty, snap), _solver(engine), MinSaving(), 10.0) is not None
+    assert choose(_observed(empty, snap, provisioning=growing), _solver(engine), MinSaving(), 10.0) is None
+    reason, decision = choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) or ("", None)
+    assert decision is not None
+    again = recheck(
+        _observed(candidates, snap, provisioning=growing), reason, decision, _solver(engine), MinSaving()
+    )
+    assert again is None, "a decision taken before the pool started growing again does not go ahead"
+
+
+def test_a_replace_by_the_same_flavors_is_refused_whatever_it_saves(engine: str) -> None:
+    # One c3-8 whose claim was priced at 0.5/h when the flavor now costs 0.2/h: replacing it by another
+    # c3-8 "saves" 0.3/h on paper and changes nothing in the fleet.
+    node = _node("n0", C4, make_pod("web-0", 3, GB))
+    snap = snapshot([], (C4, C8), (make_nodepool("pool"),), nodes=(node,))
+    assert choose(_observed([_candidate(node, 0.5)], snap), _solver(engine), MinSaving(), 10.0) is None

@@ -121,7 +121,15 @@ def evaluate(
     decision = Decision(REPLACE, tuple(candidates), replacements, simulated)
     if require_saving and not min_saving.enough(decision.old_price, decision.new_price):
         return None
+    if require_saving and same_flavors(decision):
+        return None  # the same nodes again (another zone's price at most): churn without a fleet change
     return decision
+
+
+def same_flavors(decision: Decision) -> bool:
+    """Whether a replace would launch exactly the flavors it removes (M -> M of the same flavors)."""
+    removed = sorted(c.instance_type for c in decision.candidates)
+    return removed == sorted(r.instance_type for r in decision.replacements)
 
 
 def _orders(candidates: Sequence[Candidate], budget: Mapping[str, int] | None) -> list[list[Candidate]]:

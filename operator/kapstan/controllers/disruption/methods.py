@@ -4,7 +4,9 @@ Emptiness first (every empty, consolidatable node the budgets allow, in one dele
 then drift (one drifted node at a time, replaced even without a saving), then multi-node and single-node
 consolidation (only in ``WhenEmptyOrUnderutilized`` pools, only consolidatable nodes). Nodes something
 protects (``do-not-disrupt``, a PodDisruptionBudget) are never chosen. ``recheck`` runs the same rules
-on fresh observations for the command chosen before the validation delay.
+on fresh observations for the command chosen before the validation delay. A NodePool that is still
+provisioning (a NodeClaim not Initialized) is left alone, and a replace must save ``MinSaving`` and
+launch other flavors than it removes.
 
 The controller observes the cluster into ``Observed`` and calls these in a thread; nothing here reads
 the API or the clock.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from kapstan.api.karpenter import Budget
@@ -58,6 +60,11 @@ class Observed:
     snapshot: Snapshot | None
     """None when the cluster could not be described: emptiness still works, the rest waits."""
     now: datetime
+    provisioning: Mapping[str, str] = field(default_factory=dict)
+    """NodePool to why it is still provisioning (a NodeClaim not Initialized yet): no voluntary
+    disruption there until it is done (Karpenter's rule), or consolidation would act on a fleet that is
+    still growing, remove nodes the pending pods are about to fill and evict pods for a plan that the
+    next batch changes."""
 
     def allowed(self, pool: str, reason: str) -> int:
         return b.allowed(
@@ -73,7 +80,10 @@ def choose(
     seen: Observed, solve: Solve, min_saving: MinSaving, search_seconds: float
 ) -> tuple[str, Decision] | None:
     """The command worth running now, with its reason, or None."""
-    free = sorted((c for c in seen.candidates if not c.blocked), key=lambda c: (c.created, c.claim))
+    free = sorted(
+        (c for c in seen.candidates if not c.blocked and c.pool not in seen.provisioning),
+        key=lambda c: (c.created, c.claim),
+    )
     empties: list[Candidate] = []
     taken: dict[str, int] = {}
     for c in free:
@@ -136,7 +146,7 @@ def recheck(
     holds."""
     by_name = {c.claim: c for c in seen.candidates}
     fresh = [by_name.get(c.claim) for c in before.candidates]
-    chosen = [c for c in fresh if c is not None and not c.blocked]
+    chosen = [c for c in fresh if c is not None and not c.blocked and c.pool not in seen.provisioning]
     if len(chosen) != len(before.candidates):
         return None
     per_pool: dict[str, int] = {}

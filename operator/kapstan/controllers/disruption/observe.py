@@ -22,6 +22,8 @@ from kapstan.api.wellknown import (
     CLONED_FROM_NAME_ANNOTATION,
     CONSOLIDATABLE,
     DISRUPTION_COMMAND_ANNOTATION,
+    INITIALIZED,
+    NODEPOOL,
     PRICE_ANNOTATION,
 )
 from kapstan.controllers import conditions as cond
@@ -129,7 +131,19 @@ class Observer:
             disrupting=tally.disrupting,
             snapshot=snapshot,
             now=now,
+            provisioning=self._provisioning(),
         )
+
+    def _provisioning(self) -> dict[str, str]:
+        """NodePool to the first of its live NodeClaims that is not Initialized yet."""
+        found: dict[str, str] = {}
+        for claim in self.state.node_claims.store.objects():
+            meta = Meta.of(claim)
+            pool = meta.labels.get(NODEPOOL, "")
+            if meta.deleting or pool in found or cond.is_true(claim, INITIALIZED):
+                continue
+            found[pool] = f"NodeClaim {meta.name} is not Initialized yet"
+        return found
 
     async def _look_at(
         self,
