@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -62,6 +63,11 @@ async def _bench(args: argparse.Namespace, say: phases.Say) -> dict[str, Any]:
     try:
         return await _measure(sandbox, work, args, say)
     finally:
+        # The operator's log and the audit log outlive the sandbox, for a look at what happened.
+        for log in (sandbox.directory / "logs").glob("*.log"):
+            if log.name.startswith(("kapstan-live", "audit-")):
+                shutil.copy(log, work / log.name)
+        say(f"logs kept in {work}")
         sandbox.down()
 
 
