@@ -44,10 +44,12 @@ def main() -> None:
         "built kapstan/_core*.so copied in), to measure another commit against this bench",
     )
     parser.add_argument("--operator-commit", default="", help="the commit --operator-source was taken from")
+    parser.add_argument("--note", default="", help="a remark on the run, printed under the table")
     args = parser.parse_args()
     label = args.label or _git("rev-parse", "--short", "HEAD")
     result = asyncio.run(_bench(args, print))
     result["label"] = label
+    result["note"] = args.note
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
     results = [r for r in results if r["label"] != label] + [result]
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")

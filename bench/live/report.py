@@ -144,6 +144,9 @@ def render(results: list[dict[str, Any]]) -> str:
     text += "| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(results) + "\n"
     for name, cell in ROWS:
         text += f"| {name} | " + " | ".join(cell(r) for r in results) + " |\n"
+    notes = [f"- {r['label']}: {r['note']}\n" for r in results if r.get("note")]
+    if notes:
+        text += "\nNotes on the runs:\n\n" + "".join(notes)
     for r in results:
         commands = r["scaleDown"]["commands"]
         text += f"\n## {r['label']}: scale-down commands ({len(commands)})\n\n"
