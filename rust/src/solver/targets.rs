@@ -363,6 +363,104 @@ pub struct PoolView {
     pub crowded: Vec<String>,
 }
 
+/// The names of the flavors a pool may use: its NodeClass's list, else the whole catalog by name.
+fn pool_flavor_names(pool: &NodePool, catalog: &[InstanceType]) -> Vec<String> {
+    match &pool.instance_types {
+        Some(names) => names.clone(),
+        None => {
+            let mut all: Vec<String> = catalog.iter().map(|it| it.name.clone()).collect();
+            all.sort();
+            all.dedup();
+            all
+        }
+    }
+}
+
+/// The zones (or capacity types) of the offerings the flavors have under the requirements, each once.
+/// Which offering pairs any flavor has is found first, then their values.
+fn offering_values<'a>(key: &str, flavors: &'a [Rc<Flavor>], reqs: &Reqs) -> Vec<&'a str> {
+    let mut values: Vec<&str> = Vec::new();
+    let Some(first) = flavors.first() else {
+        return values;
+    };
+    let table = &first.table;
+    let mask = table.mask(reqs);
+    let mut seen = vec![false; mask.len()];
+    for flavor in flavors {
+        for (o, k) in flavor.it.offerings.iter().zip(&flavor.kinds) {
+            if o.available && mask[*k as usize] {
+                seen[*k as usize] = true;
+            }
+        }
+    }
+    for (k, (zone, capacity_type)) in table.pairs.iter().enumerate() {
+        let value = if key == ZONE { zone } else { capacity_type };
+        if seen[k] && !values.contains(&value.as_str()) {
+            values.push(value.as_str());
+        }
+    }
+    values
+}
+
+/// The value each of the pool's own label keys carries on its nodes (`carried_value`), where it has one.
+fn carried_labels(pool_keys: &BTreeSet<String>, base: &Reqs) -> Pairs<String> {
+    pool_keys
+        .iter()
+        .filter_map(|key| {
+            let value = carried_value(base.get(key)?)?;
+            Some((key.clone(), value))
+        })
+        .collect()
+}
+
+/// What a pool makes of an instance type: the labels its nodes get, the DaemonSets that run there.
+struct PoolSight<'a> {
+    pool: &'a NodePool,
+    carried: &'a Pairs<String>,
+    pool_keys: &'a Rc<BTreeSet<String>>,
+    daemonsets: &'a [DaemonSet],
+    resources: &'a Names,
+    kinds: &'a Rc<OfferingKinds>,
+}
+
+impl PoolSight<'_> {
+    /// The instance type as this pool's flavor (base price not yet set), and its DaemonSets' requests.
+    fn flavor(&self, it: &InstanceType) -> (Flavor, Res) {
+        let pool = self.pool;
+        let mut node_labels = merge_labels(&merge_labels(self.carried, &it.labels), &pool.labels);
+        set_label(&mut node_labels, NODEPOOL, &pool.name);
+        if let Some(cheapest) = it.offerings.iter().filter(|o| o.available).min_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then_with(|| a.zone.cmp(&b.zone))
+        }) {
+            set_label(&mut node_labels, ZONE, &cheapest.zone);
+            set_label(&mut node_labels, CAPACITY_TYPE, &cheapest.capacity_type);
+        }
+        let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
+        let running = daemonsets_on(self.daemonsets, &node_labels, &taints);
+        let mut overhead = Res::new();
+        for ds in &running {
+            res::add_into(&mut overhead, &ds.pod.requests, 1);
+        }
+        let net = res::subtract(&it.allocatable, &overhead);
+        let flavor = Flavor {
+            it: it.clone(),
+            kinds: it.offerings.iter().map(|o| self.kinds.kind(o)).collect(),
+            table: self.kinds.clone(),
+            net_dense: self.resources.dense(&net),
+            net,
+            base_price: 0.0,
+            pool_keys: self.pool_keys.clone(),
+            daemon_ports: running
+                .iter()
+                .flat_map(|ds| ds.pod.host_ports.iter().cloned())
+                .collect(),
+        };
+        (flavor, overhead)
+    }
+}
+
 impl PoolView {
     pub fn build(
         pool: &NodePool,
@@ -374,63 +472,27 @@ impl PoolView {
         let mut labels = pool.labels.clone();
         labels.push((NODEPOOL.into(), pool.name.clone()));
         let base = Reqs::build(&pool.requirements, &labels);
-        let names: Vec<String> = match &pool.instance_types {
-            Some(names) => names.clone(),
-            None => {
-                let mut all: Vec<String> = catalog.iter().map(|it| it.name.clone()).collect();
-                all.sort();
-                all.dedup();
-                all
-            }
-        };
         let flavor_label_keys: BTreeSet<&str> = catalog
             .iter()
             .flat_map(|it| it.labels.iter().map(|(k, _)| k.as_str()))
             .collect();
         let pool_keys = Rc::new(pool_label_keys(pool, &flavor_label_keys));
-        let carried: Pairs<String> = pool_keys
-            .iter()
-            .filter_map(|key| {
-                let value = carried_value(base.get(key)?)?;
-                Some((key.clone(), value))
-            })
-            .collect();
+        let carried = carried_labels(&pool_keys, &base);
         let mut flavors = Vec::new();
         let mut crowded = Vec::new();
-        for name in names {
+        let sight = PoolSight {
+            pool,
+            carried: &carried,
+            pool_keys: &pool_keys,
+            daemonsets,
+            resources,
+            kinds,
+        };
+        for name in pool_flavor_names(pool, catalog) {
             let Some(it) = catalog.iter().rev().find(|it| it.name == name) else {
                 continue;
             };
-            let mut node_labels = merge_labels(&merge_labels(&carried, &it.labels), &pool.labels);
-            set_label(&mut node_labels, NODEPOOL, &pool.name);
-            if let Some(cheapest) = it.offerings.iter().filter(|o| o.available).min_by(|a, b| {
-                a.price
-                    .total_cmp(&b.price)
-                    .then_with(|| a.zone.cmp(&b.zone))
-            }) {
-                set_label(&mut node_labels, ZONE, &cheapest.zone);
-                set_label(&mut node_labels, CAPACITY_TYPE, &cheapest.capacity_type);
-            }
-            let taints: Vec<Taint> = pool.taints.iter().chain(&it.taints).cloned().collect();
-            let running = daemonsets_on(daemonsets, &node_labels, &taints);
-            let mut overhead = Res::new();
-            for ds in &running {
-                res::add_into(&mut overhead, &ds.pod.requests, 1);
-            }
-            let net = res::subtract(&it.allocatable, &overhead);
-            let mut flavor = Flavor {
-                it: it.clone(),
-                kinds: it.offerings.iter().map(|o| kinds.kind(o)).collect(),
-                table: kinds.clone(),
-                net_dense: resources.dense(&net),
-                net,
-                base_price: 0.0,
-                pool_keys: pool_keys.clone(),
-                daemon_ports: running
-                    .iter()
-                    .flat_map(|ds| ds.pod.host_ports.iter().cloned())
-                    .collect(),
-            };
+            let (mut flavor, overhead) = sight.flavor(it);
             // A flavor with no available offering the pool allows can never be bought: no candidate
             // (requirements only narrow, so every claim's flavors keep an offering).
             if !flavor.compatible(&base) || flavor.offerings(&base).next().is_none() {
@@ -641,25 +703,7 @@ impl Claim {
             // Few distinct values among many flavors: a short list, deduplicated as it grows.
             let mut values: Vec<&str> = Vec::new();
             if key == ZONE || key == CAPACITY_TYPE {
-                // Which offering pairs any flavor has, then their values.
-                if let Some(first) = flavors.first() {
-                    let table = &first.table;
-                    let mask = table.mask(reqs);
-                    let mut seen = vec![false; mask.len()];
-                    for flavor in flavors {
-                        for (o, k) in flavor.it.offerings.iter().zip(&flavor.kinds) {
-                            if o.available && mask[*k as usize] {
-                                seen[*k as usize] = true;
-                            }
-                        }
-                    }
-                    for (k, (zone, capacity_type)) in table.pairs.iter().enumerate() {
-                        let value = if key == ZONE { zone } else { capacity_type };
-                        if seen[k] && !values.contains(&value.as_str()) {
-                            values.push(value.as_str());
-                        }
-                    }
-                }
+                values = offering_values(key, flavors, reqs);
             } else {
                 let mut distinct: BTreeSet<&str> = BTreeSet::new();
                 for flavor in flavors {
