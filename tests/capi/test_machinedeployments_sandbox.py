@@ -285,3 +285,40 @@ def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
         assert c.replicas(by_entry["c3-16"]) == 1
 
     _run(sandbox, scenario)
+
+
+class _StatusRacingClient:
+    """A client that writes the MD's status just before each scale write is sent, as CAPI's
+    MachineDeployment controller does between our read and our write, and counts the scale writes."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.scale_writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
+        if kwargs.get("subresource") == "scale":
+            self.scale_writes += 1
+            status = {"status": {"observedGeneration": 100 + self.scale_writes}}
+            await self._client.patch(
+                resource, name, status, namespace=kwargs["namespace"], subresource="status"
+            )
+        return await self._client.patch(resource, name, patch, **kwargs)
+
+
+def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "status-race")
+        racing = _StatusRacingClient(client)
+        provider = MachineDeploymentProvider(racing, machine_timeout=30.0)  # type: ignore[arg-type]
+        a = await provider.create(LaunchRequest("a", source))
+        assert c.replicas(await _md(client, source)) == 1
+        assert racing.scale_writes == 1, "the scale write was not refused and retried"
+        b = await provider.create(LaunchRequest("b", source))  # from 1 replica: a test of the value
+        assert c.replicas(await _md(client, source)) == 2
+        assert racing.scale_writes == 2
+        assert await _machine_names(client, source) == sorted([a.ref.name, b.ref.name])
+
+    _run(sandbox, scenario)

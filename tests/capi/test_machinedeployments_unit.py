@@ -38,9 +38,10 @@ class FakeApi:
             self.add_machine(name)
         self.patches: list[tuple[str, str, str, Any]] = []
         self.refuse_writes = 0
+        """How many coming writes fail: a merge patch with 409, a scale patch's test because another
+        writer raised replicas by one first."""
         self.stamp = True
         """Whether a scale-up stamps its Machines at once (False: the MachineSet is slow)."""
-        """How many coming patches fail with 409, as if raced by another writer."""
 
     def add_machine(self, name: str) -> None:
         labels = {c.DEPLOYMENT_NAME_LABEL: "pool", c.CLUSTER_NAME_LABEL: "c"}
@@ -62,10 +63,19 @@ class FakeApi:
         return {"items": items}
 
     async def patch(
-        self, resource: Resource, name: str, patch: Object, *, namespace: str, subresource: str = ""
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str,
+        subresource: str = "",
+        patch_type: str = "merge",
     ) -> Object:
         self.patches.append((resource.plural, name, subresource, patch))
         obj = self.objects[resource.plural, name]
+        if patch_type == "json":
+            return self._json_patch_scale(obj, patch)
         meta = patch.get("metadata", {})
         version = obj["metadata"]["resourceVersion"]
         if self.refuse_writes or meta.get("resourceVersion", version) != version:
@@ -74,12 +84,25 @@ class FakeApi:
             raise ApiError(f"PATCH {resource.plural} {name}: conflict", status=409)
         obj["metadata"].setdefault("annotations", {}).update(meta.get("annotations", {}))
         _bump(obj)
-        if subresource == "scale":
-            new = patch["spec"]["replicas"]
-            for i in range(obj["spec"]["replicas"], new if self.stamp else 0):
-                self.add_machine(f"pool-{i}")
-            obj["spec"]["replicas"] = new
         return copy.deepcopy(obj)
+
+    def _json_patch_scale(self, md: Object, ops: list[Object]) -> Object:
+        """[test, add] on the Scale of ``md``, as the API server applies it (Scale omits replicas at 0)."""
+        scale_spec = {"replicas": md["spec"]["replicas"]} if md["spec"]["replicas"] else {}
+        test, add = ops
+        tested = scale_spec if test["path"] == "/spec" else scale_spec.get("replicas")
+        if self.refuse_writes or tested != test["value"]:
+            self.refuse_writes = max(0, self.refuse_writes - 1)
+            # Another writer scaled first, and its MachineSet stamped the Machine.
+            self.add_machine(f"pool-{md['spec']['replicas']}")
+            md["spec"]["replicas"] += 1
+            raise ApiError("PATCH machinedeployments scale: test failed", status=422)
+        _bump(md)  # the resourceVersion moves; the test on replicas does not care
+        new = add["value"]
+        for i in range(md["spec"]["replicas"], new if self.stamp else 0):
+            self.add_machine(f"pool-{i}")
+        md["spec"]["replicas"] = new
+        return copy.deepcopy(md)
 
 
 def _bump(obj: Object) -> None:
@@ -110,14 +133,13 @@ def test_a_delete_retried_after_marking_lowers_replicas_once() -> None:
     assert [p[:3] for p in api.patches] == [("machinedeployments", "pool", "scale")]
 
 
-def test_a_lost_race_on_the_md_is_re_read_not_forced() -> None:
+def test_a_lost_race_on_replicas_is_re_read_not_forced() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.refuse_writes = 1
     launched = asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
-    assert launched.ref == MachineRef("ns", "pool-0")
-    assert api.md["spec"]["replicas"] == 1
-    scale_patches = [p for p in api.patches if p[2] == "scale"]
-    assert len(scale_patches) == 2, "the first was refused, the second sent with the new resourceVersion"
+    assert launched.ref == MachineRef("ns", "pool-0"), "the other writer's Machine, found on the re-read"
+    assert api.md["spec"]["replicas"] == 1, "not scaled again on top of the other writer's replica"
+    assert len([p for p in api.patches if p[2] == "scale"]) == 1
 
 
 def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:

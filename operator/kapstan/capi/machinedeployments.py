@@ -1,7 +1,8 @@
 """``CloudProvider`` on MachineDeployments: one node is one more replica, and a claimed Machine.
 
-Scaling goes through the MD's ``scale`` subresource with merge patches conditional on the MD's
-resourceVersion, so a concurrent writer makes us re-read instead of overwriting. Creates and deletes of
+Scaling goes through the MD's ``scale`` subresource with JSON patches that ``test`` the replicas they
+change, so another writer's change of replicas makes us re-read instead of overwriting, while CAPI's own
+status writes (which move the resourceVersion all through a scale-up) do not. Creates and deletes of
 one MD are serialized by an asyncio lock per MD, and both decide from the Machines that exist, not from
 memory: a create counts Machines the MD still owes (replicas above its live Machines) before scaling, and
 a delete lowers replicas only while they exceed the Machines that stay. So retrying either after a crash
@@ -248,17 +249,38 @@ class MachineDeploymentProvider(CloudProvider):
         return sorted(found.get("items", []), key=c.name)
 
     async def _scale(self, md: Object, replicas: int) -> bool:
-        """Set replicas through the scale subresource if the MD is unchanged since read; False if not."""
-        patch = {"metadata": {"resourceVersion": c.resource_version(md)}, "spec": {"replicas": replicas}}
+        """Set replicas through the scale subresource if they are still what ``md`` says; False if not.
+
+        The condition is on ``spec.replicas`` itself (a JSON patch ``test``), not on the MD's
+        resourceVersion, so CAPI's own status writes, which race every scale-up, do not make it fail,
+        while another writer's change of replicas does (the caller re-reads and decides again).
+        """
+        current = c.replicas(md)
+        # autoscaling/v1 Scale omits replicas at 0 (omitempty): then the spec is tested as empty.
+        test = (
+            {"op": "test", "path": "/spec/replicas", "value": current}
+            if current
+            else {"op": "test", "path": "/spec", "value": {}}
+        )
+        patch = [test, {"op": "add", "path": "/spec/replicas", "value": replicas}]
         try:
             await self._client.patch(
-                c.MACHINEDEPLOYMENTS, c.name(md), patch, namespace=c.namespace(md), subresource="scale"
+                c.MACHINEDEPLOYMENTS,
+                c.name(md),
+                patch,
+                namespace=c.namespace(md),
+                subresource="scale",
+                patch_type="json",
             )
         except ApiError as error:
-            if error.conflict:
+            if error.conflict or error.status == UNPROCESSABLE:
                 return False
             raise
         return True
+
+
+UNPROCESSABLE = 422
+"""What the API server answers when a JSON patch's ``test`` fails."""
 
 
 def _claim(machine: Object) -> str:

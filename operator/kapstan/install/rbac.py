@@ -117,7 +117,7 @@ def management_rules(
         # The provider reads MDs (informer, and a fresh GET under the per-MD lock) and the template-taints
         # controller points an MD at a new bootstrap template revision.
         rule(CAPI, ["machinedeployments"], [*READ, "patch"]),
-        # Replicas change only through the scale subresource, with a merge patch.
+        # Replicas change only through the scale subresource, with a JSON patch testing the replicas.
         rule(CAPI, ["machinedeployments/scale"], ["get", "patch"]),
         # Machines are claimed (kapstan.io annotation) and marked cluster.x-k8s.io/delete-machine, never
         # deleted: the MachineSet deletes the marked Machine when replicas drop.
