@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
-from kapstan.capi import CloudProvider, InsufficientCapacity, LaunchRequest, MachineRef, NotFound, Paused
+from kapstan.capi import (
+    CloudProvider,
+    InsufficientCapacity,
+    LaunchedMachine,
+    LaunchRequest,
+    MachineRef,
+    NotFound,
+    Paused,
+)
 from kapstan.capi.fake import Call, FakeProvider
 from kapstan.catalog import FlavorSource
 
@@ -16,6 +25,8 @@ SOURCE = FlavorSource("MachineDeployment", "ns", "pool", "c")
 def test_create_is_idempotent_per_nodeclaim_and_delete_marks_the_machine() -> None:
     fake = FakeProvider()
     provider: CloudProvider = fake
+    heard: list[tuple[str, bool]] = []
+    provider.on_change(lambda machine: heard.append((machine.ref.name, machine.deleting)))
 
     async def scenario() -> None:
         a = await provider.create(LaunchRequest("a", SOURCE))
@@ -25,17 +36,49 @@ def test_create_is_idempotent_per_nodeclaim_and_delete_marks_the_machine() -> No
         await provider.delete(a.ref)
         await provider.delete(a.ref)
         assert (await provider.get(a.ref)).deleting
+        assert provider.claimed_by("a") == [await provider.get(a.ref)]
         fake.remove(a.ref)
         with pytest.raises(NotFound):
             await provider.get(a.ref)
         assert await provider.list("ns", "c") == [b]
-        assert await provider.list("ns", "other") == []
+        assert provider.claimed_by("a") == []
 
     asyncio.run(scenario())
-    assert [call.method for call in fake.calls] == ["create"] * 3 + ["delete"] * 2 + ["get"] * 2 + [
-        "list"
-    ] * 2
-    assert fake.calls[-1] == Call("list", ("ns", "other"))
+    assert [call.method for call in fake.calls] == ["create"] * 3 + ["delete"] * 2 + ["get"] * 3 + ["list"]
+    assert fake.calls[-1] == Call("list", ("ns", "c"))
+    assert heard == [
+        ("pool-0", False),
+        ("pool-1", False),
+        ("pool-0", True),
+        ("pool-0", True),
+        ("pool-0", True),
+    ]
+
+
+def test_machines_nobody_claimed_are_found_by_provider_id_but_not_listed() -> None:
+    fake = FakeProvider()
+    manual = fake.add(LaunchedMachine(MachineRef("ns", "manual"), "", "pool", "fake://manual"))
+    assert fake.with_provider_id("fake://manual") == [manual]
+    assert fake.with_provider_id("") == []
+    assert fake.unclaimed() == [manual]
+    assert fake.claimed_by("") == []
+
+
+def test_a_machine_without_a_provider_id_gets_one_later_and_drift_is_what_the_test_says() -> None:
+    fake = FakeProvider(assign_provider_ids=False)
+
+    async def scenario() -> None:
+        a = await fake.create(LaunchRequest("a", SOURCE))
+        assert a.provider_id == ""
+        fake.add(replace(a, provider_id="fake://late"))
+        assert [m.provider_id for m in fake.claimed_by("a")] == ["fake://late"]
+        assert await fake.drift(a.ref) == ""
+        fake.drifts[a.ref] = "BootstrapTemplateDrifted"
+        assert await fake.drift(a.ref) == "BootstrapTemplateDrifted"
+        fake.remove(a.ref)
+        assert await fake.drift(a.ref) == ""
+
+    asyncio.run(scenario())
 
 
 def test_injected_errors_fail_the_next_calls_in_order() -> None:

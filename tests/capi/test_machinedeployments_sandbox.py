@@ -24,6 +24,7 @@ from kapstan.capi import (
     Paused,
 )
 from kapstan.capi import contract as c
+from kapstan.capi.cache import ManagementCache
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Resource
@@ -106,7 +107,10 @@ def _run(sandbox: Sandbox, scenario: Callable[[Client, MachineDeploymentProvider
     async def main() -> None:
         client = await Client.connect(str(sandbox.management_kubeconfig))
         try:
-            await scenario(client, MachineDeploymentProvider(client, machine_timeout=30.0))
+            await scenario(
+                client,
+                MachineDeploymentProvider(client, ManagementCache(client, None, "c"), machine_timeout=30.0),
+            )
         finally:
             await _scale_everything_to_zero(client)
 
@@ -312,7 +316,7 @@ def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: 
     async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
         source = await _pool(client, "status-race")
         racing = _StatusRacingClient(client)
-        provider = MachineDeploymentProvider(racing, machine_timeout=30.0)  # type: ignore[arg-type]
+        provider = MachineDeploymentProvider(racing, ManagementCache(racing, None, "c"), machine_timeout=30.0)  # type: ignore[arg-type]
         a = await provider.create(LaunchRequest("a", source))
         assert c.replicas(await _md(client, source)) == 1
         assert racing.scale_writes == 1, "the scale write was not refused and retried"

@@ -12,6 +12,7 @@ import pytest
 
 from kapstan.capi import CreateError, LaunchBlocked, LaunchRequest, MachineRef, RollingOut
 from kapstan.capi import contract as c
+from kapstan.capi.cache import ManagementCache
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Object, Resource
@@ -111,7 +112,9 @@ def _bump(obj: Object) -> None:
 
 def _provider(api: FakeApi) -> MachineDeploymentProvider:
     client: Client = api  # type: ignore[assignment]  # duck-typed stand-in for the four calls used
-    return MachineDeploymentProvider(client, machine_timeout=1.0, poll_interval=0.01)
+    # The reads' cache stays empty: create and delete decide from what they list, not from it.
+    cache = ManagementCache(client, "ns", "c")
+    return MachineDeploymentProvider(client, cache, machine_timeout=1.0, poll_interval=0.01)
 
 
 def test_scale_down_is_refused_while_the_md_rolls_out() -> None:
@@ -171,7 +174,9 @@ def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
 def test_a_create_waits_no_longer_than_the_request_allows() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False
-    provider = MachineDeploymentProvider(api, machine_timeout=60.0, poll_interval=0.01)  # type: ignore[arg-type]
+    provider = MachineDeploymentProvider(
+        api, ManagementCache(api, "ns", "c"), machine_timeout=60.0, poll_interval=0.01
+    )  # type: ignore[arg-type]
     with pytest.raises(CreateError, match="within 0s"):
         asyncio.run(asyncio.wait_for(provider.create(LaunchRequest("a", SOURCE, wait=0.05)), 5.0))
 

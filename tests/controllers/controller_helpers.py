@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from kapstan.capi import contract as c
+from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.install.crds import crds
 from kapstan.kube.client import Client, Object, Resource
@@ -85,6 +86,11 @@ async def standalone_pool(
     ]:
         await create(client, manifest)
     return ns
+
+
+def provider_of(state: ClusterState) -> CloudProvider:
+    """The provider ``kapstan run`` wires: the state's, on its management client and informers."""
+    return state.provider
 
 
 async def scale_to_zero(client: Client, ns: str) -> None:

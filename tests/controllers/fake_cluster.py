@@ -8,6 +8,7 @@ timestamps the fake API writes come from its ``wall``, so timeouts are tested by
 
 from __future__ import annotations
 
+import builtins
 import copy
 import itertools
 from collections.abc import Iterable
@@ -17,13 +18,16 @@ from typing import Any
 
 from kapstan.api.wellknown import (
     CLUSTER_NAME_LABEL,
+    DELETE_MACHINE_ANNOTATION,
     DEPLOYMENT_NAME_LABEL,
     NODECLAIM_ANNOTATION,
     READY,
     unregistered_taint,
 )
+from kapstan.capi import LaunchedMachine, MachineRef
 from kapstan.capi import contract as c
 from kapstan.capi.fake import FakeProvider
+from kapstan.capi.reads import CachedReads
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers.provisioner import nodeclaim_manifest
 from kapstan.controllers.state import ClusterRef, ClusterState
@@ -225,15 +229,9 @@ class World:
 
     def machine(self, name: str, provider_id: str, claim: str | None = None, md: str = "md-c3-4") -> Object:
         """A Machine of ``md`` as CAPI shows it, claimed by ``claim`` when given."""
-        meta: dict[str, Any] = {
-            "name": name,
-            "namespace": NS,
-            "labels": {CLUSTER_NAME_LABEL: CLUSTER.name, DEPLOYMENT_NAME_LABEL: md},
-            "annotations": {NODECLAIM_ANNOTATION: claim} if claim else {},
-        }
-        body = {"apiVersion": c.MACHINES.api_version, "kind": "Machine", "metadata": meta}
-        body["spec"] = {"clusterName": CLUSTER.name, "providerID": provider_id}
-        return self.api.put(c.MACHINES, body)
+        return self.api.put(
+            c.MACHINES, machine_object(LaunchedMachine(MachineRef(NS, name), claim or "", md, provider_id))
+        )
 
     def pod(self, name: str, node: str, *, daemonset: bool = False) -> Object:
         owners = (
@@ -247,14 +245,65 @@ class World:
         return self.api.put(PODS, body)
 
 
+def machine_object(machine: LaunchedMachine) -> Object:
+    """The Machine object CAPI would show for ``machine``."""
+    annotations = {NODECLAIM_ANNOTATION: machine.nodeclaim} if machine.nodeclaim else {}
+    if machine.deleting and not machine.being_deleted:
+        annotations[DELETE_MACHINE_ANNOTATION] = "true"
+    meta: dict[str, Any] = {
+        "name": machine.ref.name,
+        "namespace": machine.ref.namespace,
+        "labels": {CLUSTER_NAME_LABEL: CLUSTER.name, DEPLOYMENT_NAME_LABEL: machine.machine_deployment},
+        "annotations": annotations,
+    }
+    body = {"apiVersion": c.MACHINES.api_version, "kind": "Machine", "metadata": meta}
+    body["spec"] = {"clusterName": CLUSTER.name, "providerID": machine.provider_id}
+    return body
+
+
+@dataclass
+class ClusterFake(FakeProvider):
+    """The fake provider's writes over the World's management informers: a Machine it adds or removes is
+    a Machine object in the store, and its cache reads are the real provider's (``capi/reads.py``) on it,
+    so the controllers that read raw Machines and those that ask the provider see one cluster."""
+
+    api: Any = None
+    reads: CachedReads | None = None
+
+    def add(self, machine: LaunchedMachine) -> LaunchedMachine:
+        self.api.put(c.MACHINES, machine_object(machine))
+        return super().add(machine)
+
+    def remove(self, machine: MachineRef) -> None:
+        found = self.api.informers[c.MACHINES.plural].store.get_by_name(machine.name, machine.namespace)
+        if found is not None:
+            self.api.informers[c.MACHINES.plural].store.delete(found)
+        super().remove(machine)
+
+    def _cache_reads(self) -> CachedReads:
+        assert self.reads is not None
+        return self.reads
+
+    def unclaimed(self) -> builtins.list[LaunchedMachine]:
+        return self._cache_reads().unclaimed()
+
+    def claimed_by(self, nodeclaim: str) -> builtins.list[LaunchedMachine]:
+        return self._cache_reads().claimed_by(nodeclaim)
+
+    def with_provider_id(self, provider_id: str) -> builtins.list[LaunchedMachine]:
+        return self._cache_reads().with_provider_id(provider_id)
+
+
 def world(flavors: dict[str, str] | None = None) -> World:
     """A Cluster with one managed MD per ``flavors`` entry (MD name to flavor, default one c3-4), the
     article's NodePool and NodeClass, a fake provider and a fake clock."""
     clock = FakeClock()
     api = FakeApi(clock)
-    state = ClusterState(api, api, CLUSTER, clock=clock)  # type: ignore[arg-type]
+    provider = ClusterFake(api=api)
+    state = ClusterState(api, api, CLUSTER, clock=clock, provider=provider)  # type: ignore[arg-type]
     api.informers = {informer.resource.plural: informer for informer in state.informers}
-    made = World(clock, api, state, EventRecorder(api, clock=clock), FakeProvider())  # type: ignore[arg-type]
+    provider.reads = CachedReads(state.capi)
+    made = World(clock, api, state, EventRecorder(api, clock=clock), provider)  # type: ignore[arg-type]
     made.add(article.standalone(NS, CLUSTER.name, flavors or {"md-c3-4": "c3-4"}))
     made.add([article.node_class(NODE_CLASS), article.node_pool(POOL, NODE_CLASS, "unit")])
     return made

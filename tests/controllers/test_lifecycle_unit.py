@@ -4,6 +4,7 @@ a fake clock: every step in milliseconds, without an API server."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from controllers.fake_cluster import POOL, World, world
 from kapstan.api.wellknown import (
@@ -20,7 +21,7 @@ from kapstan.api.wellknown import (
 )
 from kapstan.capi import InsufficientCapacity, LaunchRequest, Paused
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
+from kapstan.controllers.nodeclaim import Lifecycle, NodeClaimController, Terminator, Timeouts
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 
@@ -139,3 +140,27 @@ def test_initialization_waits_for_ready_and_the_startup_taints_then_marks_the_cl
     node = w.state.nodes.store.get("node-a")
     assert node is not None and node["metadata"]["labels"][INITIALIZED_LABEL] == "true"
     assert w.api.reasons(name)[-1] == INITIALIZED
+
+
+def test_a_provider_id_set_after_the_launch_is_copied_from_the_machine_and_queues_the_claim() -> None:
+    w = world()
+    w.provider.assign_provider_ids = False  # the infrastructure provider has not set it yet
+    lifecycle = _lifecycle(w)
+    controller = NodeClaimController(
+        w.state, w.provider, lifecycle, Terminator(w.state, w.provider, w.events)
+    )
+    claim = asyncio.run(w.claim("c3-4"))
+    name = claim["metadata"]["name"]
+    asyncio.run(lifecycle.reconcile(w.claim_now(name)))
+    assert cond.is_true(w.claim_now(name), LAUNCHED)
+    assert not w.claim_now(name)["status"].get("providerID")
+    assert asyncio.run(lifecycle.reconcile(w.claim_now(name))) == Result(requeue_after=TIMEOUTS.poll)
+
+    queue = controller.controller.queue
+    while (queued := queue.try_get()) is not None:
+        queue.done(queued)  # what the claim's own writes queued
+    (machine,) = w.provider.claimed_by(name)
+    w.provider.add(replace(machine, provider_id="fake://late"))  # the Machine changes: the claim is queued
+    assert queue.try_get() == name
+    asyncio.run(lifecycle.reconcile(w.claim_now(name)))
+    assert w.claim_now(name)["status"]["providerID"] == "fake://late"

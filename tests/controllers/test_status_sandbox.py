@@ -17,6 +17,7 @@ from controllers.controller_helpers import (
     cluster_state,
     connect,
     eventually,
+    provider_of,
     running,
     scale_to_zero,
     unique,
@@ -111,7 +112,10 @@ def test_a_nodepool_without_its_nodeclass_is_not_ready_until_the_nodeclass_appea
             )
             state = cluster_state(client, ns)
             events = EventRecorder(client)
-            controllers = (NodePoolStatus(state, events), NodeClassStatus(state, events))
+            controllers = (
+                NodePoolStatus(state, provider_of(state), events),
+                NodeClassStatus(state, provider_of(state), events),
+            )
             async with running(state, *controllers):
                 found = await _wait_condition(
                     client, NODEPOOLS, pool_name, "NodeClassReady", "False", "NodeClassNotFound"
@@ -136,7 +140,11 @@ def test_a_nodepool_without_its_nodeclass_is_not_ready_until_the_nodeclass_appea
 
             # With the template controller running, the MD gets the taint and the condition turns True.
             state = cluster_state(client, ns)
-            async with running(state, NodeClassStatus(state, events), TemplateTaints(state, events)):
+            async with running(
+                state,
+                NodeClassStatus(state, provider_of(state), events),
+                TemplateTaints(provider_of(state), events),
+            ):
                 await _wait_condition(client, NODECLASSES, class_name, "UnregisteredTaint", "True")
         await scale_to_zero(client, ns)
 
@@ -153,7 +161,10 @@ def test_a_nodeclass_whose_price_table_is_missing_or_invalid_is_not_ready(sandbo
             await made.create(NODEPOOLS, _node_pool(pool_name, class_name))
             state = cluster_state(client, ns)
             events = EventRecorder(client)
-            controllers = (NodePoolStatus(state, events), NodeClassStatus(state, events, retry=0.5))
+            controllers = (
+                NodePoolStatus(state, provider_of(state), events),
+                NodeClassStatus(state, provider_of(state), events, retry=0.5),
+            )
             async with running(state, *controllers):
                 node_class = await _wait_condition(
                     client, NODECLASSES, class_name, "Ready", "False", "PriceTableNotFound"
@@ -208,7 +219,10 @@ def test_nodepool_resources_sum_its_nodeclaims_and_a_bad_pool_fails_validation(s
             )
             state = cluster_state(client, ns)
             events = EventRecorder(client)
-            controllers = (NodePoolStatus(state, events), NodeClassStatus(state, events))
+            controllers = (
+                NodePoolStatus(state, provider_of(state), events),
+                NodeClassStatus(state, provider_of(state), events),
+            )
             async with running(state, *controllers):
                 found = await _wait_condition(client, NODEPOOLS, pool_name, "Ready", "True")
 

@@ -21,6 +21,7 @@ from controllers.controller_helpers import (
     connect,
     create,
     eventually,
+    provider_of,
     running,
     scale_to_zero,
     unique,
@@ -28,12 +29,8 @@ from controllers.controller_helpers import (
 from controllers.controller_helpers import standalone_pool as pool
 from kapstan.api.wellknown import REVISION_OF_ANNOTATION
 from kapstan.capi import contract as c
-from kapstan.controllers.templatetaints import (
-    TemplateTaints,
-    revision_name,
-    tainted_spec,
-    untainted_sources,
-)
+from kapstan.capi.bootstrap import revision_name, tainted_spec
+from kapstan.controllers.templatetaints import TemplateTaints
 from kapstan.kube.client import Client
 from kapstan.kube.controller import Result
 from kapstan.kube.events import EventRecorder, list_events
@@ -90,7 +87,7 @@ def test_a_managed_md_gets_one_tainted_template_revision(sandbox: Sandbox) -> No
         original = await client.get(c.KUBEADMCONFIGTEMPLATES, TEMPLATE, ns)
         try:
             state = cluster_state(client, ns)
-            async with running(state, TemplateTaints(state, EventRecorder(client))):
+            async with running(state, TemplateTaints(provider_of(state), EventRecorder(client))):
                 await _retargeted(client, ns)
                 event = await _tainted_event(client, ns)
             name = await _config_ref(client, ns)
@@ -110,10 +107,10 @@ def test_a_managed_md_gets_one_tainted_template_revision(sandbox: Sandbox) -> No
 
             # A restarted operator finds nothing to do: still exactly one revision, the MD unchanged.
             again = cluster_state(client, ns)
-            controller = TemplateTaints(again, EventRecorder(client))
+            controller = TemplateTaints(provider_of(again), EventRecorder(client))
             async with running(again):
                 assert await controller.reconcile(f"{ns}/{MD}") == Result()
-                assert untainted_sources(again) == []
+                assert provider_of(again).untainted_sources() == []
             assert sorted(await _templates(client, ns)) == sorted([TEMPLATE, name])
             assert await _config_ref(client, ns) == name
         finally:
@@ -141,7 +138,7 @@ def test_a_retry_after_a_crash_reuses_the_revision_it_already_made(sandbox: Sand
         )
         try:
             state = cluster_state(client, ns)
-            async with running(state, TemplateTaints(state, EventRecorder(client))):
+            async with running(state, TemplateTaints(provider_of(state), EventRecorder(client))):
                 await _retargeted(client, ns)
             assert await _config_ref(client, ns) == made
             assert sorted(await _templates(client, ns)) == sorted([TEMPLATE, made])
@@ -168,7 +165,7 @@ def test_an_md_with_machines_is_retargeted_with_a_warning_about_the_rollout(sand
 
             await eventually("the MD's Machine", has_machine)
             state = cluster_state(client, ns)
-            async with running(state, TemplateTaints(state, EventRecorder(client))):
+            async with running(state, TemplateTaints(provider_of(state), EventRecorder(client))):
                 await _retargeted(client, ns)
                 event = await _tainted_event(client, ns)
             name = await _config_ref(client, ns)
@@ -188,7 +185,7 @@ def test_a_paused_cluster_is_left_alone_until_it_is_unpaused(sandbox: Sandbox) -
         try:
             await client.patch(c.CLUSTERS, CLUSTER, {"spec": {"paused": True}}, namespace=ns)
             state = cluster_state(client, ns)
-            controller = TemplateTaints(state, EventRecorder(client), paused_retry=0.5)
+            controller = TemplateTaints(provider_of(state), EventRecorder(client), paused_retry=0.5)
             async with running(state):
                 result = await controller.reconcile(f"{ns}/{MD}")
                 assert result.requeue_after == 0.5
@@ -216,10 +213,10 @@ def test_an_unmanaged_md_is_not_touched(sandbox: Sandbox) -> None:
         ns = await pool(client, "unmanaged", annotations={})
         try:
             state = cluster_state(client, ns)
-            controller = TemplateTaints(state, EventRecorder(client))
+            controller = TemplateTaints(provider_of(state), EventRecorder(client))
             async with running(state):
                 assert await controller.reconcile(f"{ns}/{MD}") == Result()
-                assert untainted_sources(state) == []
+                assert provider_of(state).untainted_sources() == []
             assert await _config_ref(client, ns) == TEMPLATE
             assert sorted(await _templates(client, ns)) == [TEMPLATE]
         finally:
@@ -248,7 +245,7 @@ def test_a_topology_md_is_reported_not_rewritten(sandbox: Sandbox) -> None:
             await create(client, manifest)
         try:
             state = cluster_state(client, ns)
-            controller = TemplateTaints(state, EventRecorder(client))
+            controller = TemplateTaints(provider_of(state), EventRecorder(client))
             async with running(state):
 
                 async def generated() -> bool:
@@ -265,7 +262,7 @@ def test_a_topology_md_is_reported_not_rewritten(sandbox: Sandbox) -> None:
                 (md,) = state.machine_deployments.store.objects()
                 before = md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"]
                 assert await controller.reconcile(f"{ns}/{c.name(md)}") == Result()
-                (missing,) = untainted_sources(state)
+                (missing,) = provider_of(state).untainted_sources()
                 assert missing.startswith(f"worker class c3-8 (MachineDeployment {ns}/{c.name(md)})")
             assert await _config_ref(client, ns, c.name(md)) == before
             assert not [t for t in await _templates(client, ns) if "-kapstan-" in t]

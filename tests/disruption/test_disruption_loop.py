@@ -39,7 +39,6 @@ from kapstan.api.wellknown import (
     TERMINATION_FINALIZER,
 )
 from kapstan.capi import LaunchRequest
-from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.disruption.command import Command
@@ -113,7 +112,7 @@ class World:
     async def launched(self, claim: str) -> str:
         """A real Machine of the namespace's MD claimed for ``claim``: its Node's name, once registered."""
         source = FlavorSource("MachineDeployment", self.ns, MD, CLUSTER)
-        machine = await MachineDeploymentProvider(self.client).create(LaunchRequest(claim, source))
+        machine = await self.state.provider.create(LaunchRequest(claim, source))
 
         async def registered() -> bool:
             try:
@@ -129,7 +128,9 @@ class World:
 
     def disruption(self, clock: FakeClock | None = None) -> Disruption:
         options, clock = DisruptionOptions(), clock or FakeClock()
-        return Disruption(self.state, self.events, options, clock=clock, wall=lambda: NOW)
+        return Disruption(
+            self.state, self.state.provider, self.events, options, clock=clock, wall=lambda: NOW
+        )
 
     async def listed(self) -> None:
         """The informers synced, then stopped: the cache as a restarted operator first lists it."""

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from disruption_helpers import claim
 
 from kapstan.api.wellknown import NODEPOOL_HASH_VERSION
-from kapstan.controllers.disruption.drift import capi_drift, expired, nodepool_drift, requirements_drift
+from kapstan.capi.drift import machine_drift
+from kapstan.controllers.disruption.drift import expired, nodepool_drift, requirements_drift
 from kapstan.controllers.provisioner import nodepool_hash
 
 POOL = {"metadata": {"name": "pool"}, "spec": {"template": {"spec": {"requirements": []}}}}
@@ -72,19 +73,19 @@ def _md(
 
 def test_capi_drift_compares_what_the_machine_was_cloned_from_with_the_md_now() -> None:
     machine = {"spec": {"version": "v1.33.0"}}
-    assert capi_drift(machine, _md(), "workers-v2", "c3-8") == ""
-    assert capi_drift(machine, _md(), "workers-v1", "c3-8") == "BootstrapTemplateDrifted"
-    assert capi_drift(machine, _md(), "workers-v2", "c3-8-old") == "InfrastructureTemplateDrifted"
-    assert capi_drift(machine, _md(version="v1.34.0"), "workers-v2", "c3-8") == "KubernetesVersionDrifted"
-    assert capi_drift(machine, _md(), None, None) == ""
+    assert machine_drift(machine, _md(), "workers-v2", "c3-8") == ""
+    assert machine_drift(machine, _md(), "workers-v1", "c3-8") == "BootstrapTemplateDrifted"
+    assert machine_drift(machine, _md(), "workers-v2", "c3-8-old") == "InfrastructureTemplateDrifted"
+    assert machine_drift(machine, _md(version="v1.34.0"), "workers-v2", "c3-8") == "KubernetesVersionDrifted"
+    assert machine_drift(machine, _md(), None, None) == ""
 
 
 def test_capi_drift_leaves_a_rolling_update_md_to_capi() -> None:
     machine = {"spec": {"version": "v1.33.0"}}
     rolling = _md(version="v1.34.0", strategy="RollingUpdate")
-    assert capi_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
+    assert machine_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
     del rolling["spec"]["rollout"]  # RollingUpdate is CAPI's default
-    assert capi_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
+    assert machine_drift(machine, rolling, "workers-v1", "c3-8-old") == ""
 
 
 def test_expiration_counts_from_creation_and_never_never_expires() -> None:

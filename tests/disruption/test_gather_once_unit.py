@@ -56,7 +56,7 @@ def _pass(w: World, disruption: Disruption, during_delay: Callable[[], object] =
 
 
 def _disruption(w: World) -> Disruption:
-    return Disruption(w.state, w.events, DisruptionOptions(), clock=w.clock)
+    return Disruption(w.state, w.provider, w.events, DisruptionOptions(), clock=w.clock)
 
 
 def test_a_pass_that_deletes_an_empty_node_gathers_once(monkeypatch: pytest.MonkeyPatch) -> None:

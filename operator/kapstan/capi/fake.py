@@ -1,8 +1,11 @@
 """An in-memory ``CloudProvider`` for unit tests of the controllers (docs/architecture.md#one-seam-to-capi).
 
 It keeps the contract the real provider keeps (a NodeClaim gets one Machine however often ``create`` is
-retried; ``delete`` is idempotent) and records every call, so a test can assert what a controller asked
-for; ``fail_next`` makes the next call of a method raise a typed error instead.
+retried; ``delete`` is idempotent; the cache reads see what the writes did, and handlers hear of it) and
+records every call but the cache reads, so a test can assert what a controller asked for; ``fail_next``
+makes the next call of a method raise a typed error instead. What CAPI does on its own is a method a
+test calls: a Machine appears (``add``), gets its providerID late (``add`` again), goes away (``remove``),
+drifts (``drifts``); an MD appears or changes (``put_machine_deployment``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections import defaultdict, deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -17,18 +21,24 @@ from kapstan.capi.provider import (
     CloudProvider,
     LaunchedMachine,
     LaunchRequest,
+    MachineDeploymentInfo,
+    MachineDeploymentRef,
     MachineRef,
     NotFound,
+    Paused,
     ProviderError,
+    RegistrationTaint,
+    TemplateRevision,
 )
 
-Method = Literal["create", "delete", "trim", "get", "list"]
+Method = Literal["create", "delete", "trim", "get", "list", "ensure_registration_taint"]
+Argument = LaunchRequest | MachineRef | MachineDeploymentRef | tuple[str, str]
 
 
 @dataclass
 class Call:
     method: Method
-    argument: LaunchRequest | MachineRef | tuple[str, str]
+    argument: Argument
 
 
 @dataclass
@@ -38,6 +48,15 @@ class FakeProvider(CloudProvider):
     calls: builtins.list[Call] = field(default_factory=builtins.list)
     machines: dict[MachineRef, LaunchedMachine] = field(default_factory=dict)
     _clusters: dict[MachineRef, tuple[str, str]] = field(default_factory=dict)
+    drifts: dict[MachineRef, str] = field(default_factory=dict)
+    """What ``drift`` answers per Machine ("" when absent)."""
+    machine_deployments: dict[MachineDeploymentRef, MachineDeploymentInfo] = field(default_factory=dict)
+    untainted: builtins.list[str] = field(default_factory=builtins.list)
+    """What ``untainted_sources`` answers; a successful ``ensure_registration_taint`` takes its MD out."""
+    assign_provider_ids: bool = True
+    """Off: created Machines have no providerID yet (the infrastructure provider sets it later)."""
+    _handlers: builtins.list[Callable[[LaunchedMachine], None]] = field(default_factory=builtins.list)
+    _md_handlers: builtins.list[Callable[[MachineDeploymentRef], None]] = field(default_factory=builtins.list)
     _failures: defaultdict[Method, deque[ProviderError]] = field(default_factory=lambda: defaultdict(deque))
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -45,7 +64,7 @@ class FakeProvider(CloudProvider):
         """Make the next call of ``method`` raise ``error`` (queued: two calls fail twice)."""
         self._failures[method].append(error)
 
-    def _record(self, method: Method, argument: LaunchRequest | MachineRef | tuple[str, str]) -> None:
+    def _record(self, method: Method, argument: Argument) -> None:
         self.calls.append(Call(method, argument))
         if self._failures[method]:
             raise self._failures[method].popleft()
@@ -58,17 +77,16 @@ class FakeProvider(CloudProvider):
         source = request.source
         name = f"{source.name}-{next(self._ids)}"
         ref = MachineRef(source.namespace, name)
-        machine = LaunchedMachine(ref, request.nodeclaim, source.name, provider_id=f"fake://{name}")
-        self.machines[ref] = machine
+        provider_id = f"fake://{name}" if self.assign_provider_ids else ""
         self._clusters[ref] = (source.namespace, source.cluster)
-        return machine
+        return self.add(LaunchedMachine(ref, request.nodeclaim, source.name, provider_id=provider_id))
 
     async def delete(self, machine: MachineRef, *, claimed_by: str | None = None) -> None:
         self._record("delete", machine)
         if machine in self.machines and claimed_by not in (None, self.machines[machine].nodeclaim):
             return  # claimed since the caller looked
         if machine in self.machines:
-            self.machines[machine] = replace(self.machines[machine], deleting=True)
+            self.add(replace(self.machines[machine], deleting=True))
 
     async def trim(self, namespace: str, machine_deployment: str) -> int:
         """Recorded; the fake keeps no replicas, so there is never anything to take back."""
@@ -86,7 +104,74 @@ class FakeProvider(CloudProvider):
         found = [m for ref, m in self.machines.items() if self._clusters[ref] == (namespace, cluster)]
         return sorted(found, key=lambda m: m.ref.name)
 
+    # -- what CAPI does on its own ---------------------------------------------------------------------
+
+    def add(self, machine: LaunchedMachine) -> LaunchedMachine:
+        """A Machine appears or changes (a manual scale-up, a providerID set late)."""
+        self.machines[machine.ref] = machine
+        self._clusters.setdefault(machine.ref, (machine.ref.namespace, ""))
+        self._notify(machine)
+        return machine
+
     def remove(self, machine: MachineRef) -> None:
         """What CAPI does after ``delete``: the Machine goes away."""
-        self.machines.pop(machine, None)
+        gone = self.machines.pop(machine, None)
         self._clusters.pop(machine, None)
+        self.drifts.pop(machine, None)
+        if gone is not None:
+            self._notify(gone)
+
+    def _notify(self, machine: LaunchedMachine) -> None:
+        for handler in self._handlers:
+            handler(machine)
+
+    def put_machine_deployment(self, md: MachineDeploymentInfo) -> MachineDeploymentInfo:
+        """An MD appears or changes (paused, its template fixed, rolled out)."""
+        self.machine_deployments[md.ref] = md
+        for handler in self._md_handlers:
+            handler(md.ref)
+        return md
+
+    # -- the cache reads (not recorded) ----------------------------------------------------------------
+
+    def unclaimed(self) -> builtins.list[LaunchedMachine]:
+        return self._sorted(m for m in self.machines.values() if not m.nodeclaim)
+
+    def claimed_by(self, nodeclaim: str) -> builtins.list[LaunchedMachine]:
+        return self._sorted(m for m in self.machines.values() if nodeclaim and m.nodeclaim == nodeclaim)
+
+    def with_provider_id(self, provider_id: str) -> builtins.list[LaunchedMachine]:
+        return self._sorted(m for m in self.machines.values() if provider_id and m.provider_id == provider_id)
+
+    def on_change(self, handler: Callable[[LaunchedMachine], None]) -> None:
+        self._handlers.append(handler)
+
+    def machine_deployment(self, ref: MachineDeploymentRef) -> MachineDeploymentInfo | None:
+        return self.machine_deployments.get(ref)
+
+    def on_machine_deployment_change(self, handler: Callable[[MachineDeploymentRef], None]) -> None:
+        self._md_handlers.append(handler)
+
+    def untainted_sources(self) -> builtins.list[str]:
+        return builtins.list(self.untainted)
+
+    async def drift(self, machine: MachineRef) -> str:
+        return self.drifts.get(machine, "") if machine in self.machines else ""
+
+    async def ensure_registration_taint(self, ref: MachineDeploymentRef) -> TemplateRevision:
+        """The revision is ``<template>-tainted``; the MD then points at it and its taint is present."""
+        self._record("ensure_registration_taint", ref)
+        md = self.machine_deployments.get(ref)
+        if md is None:
+            raise NotFound(f"MachineDeployment {ref} does not exist")
+        if md.paused:
+            raise Paused(f"MachineDeployment {ref} or its Cluster is paused")
+        revision = f"{md.bootstrap_template}-tainted"
+        now = replace(md, registration_taint=RegistrationTaint.PRESENT, bootstrap_template=revision)
+        self.machine_deployments[ref] = now
+        self.untainted = [entry for entry in self.untainted if str(ref) not in entry]
+        return TemplateRevision(now, md.bootstrap_template, revision, md.machines)
+
+    @staticmethod
+    def _sorted(machines: Iterable[LaunchedMachine]) -> builtins.list[LaunchedMachine]:
+        return sorted(machines, key=lambda m: m.ref.name)

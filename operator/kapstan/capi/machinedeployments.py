@@ -21,6 +21,7 @@ from typing import Any
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi import topology
+from kapstan.capi.cache import ManagementCache
 from kapstan.capi.provider import (
     BelowMinSize,
     CloudProvider,
@@ -34,16 +35,29 @@ from kapstan.capi.provider import (
     Paused,
     RollingOut,
 )
+from kapstan.capi.reads import CachedReads
+from kapstan.capi.reads import claim_of as _claim
+from kapstan.capi.reads import deleting as _deleting
+from kapstan.capi.reads import launched as _launched
+from kapstan.capi.revisions import TemplateRevisions
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
 
 
-class MachineDeploymentProvider(CloudProvider):
+class MachineDeploymentProvider(CachedReads, TemplateRevisions, CloudProvider):
     """Launches and removes nodes by scaling MDs in the management cluster that ``client`` talks to."""
 
-    def __init__(self, client: Client, *, machine_timeout: float = 60.0, poll_interval: float = 0.25) -> None:
+    def __init__(
+        self,
+        client: Client,
+        cache: ManagementCache,
+        *,
+        machine_timeout: float = 60.0,
+        poll_interval: float = 0.25,
+    ) -> None:
         """``machine_timeout``: how long ``create`` waits for the MachineSet to stamp a new Machine."""
+        super().__init__(cache)
         self._client = client
         self._machine_timeout = machine_timeout
         self._poll_interval = poll_interval
@@ -281,21 +295,3 @@ class MachineDeploymentProvider(CloudProvider):
 
 UNPROCESSABLE = 422
 """What the API server answers when a JSON patch's ``test`` fails."""
-
-
-def _claim(machine: Object) -> str:
-    return c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
-
-
-def _deleting(machine: Object) -> bool:
-    return c.being_deleted(machine) or c.DELETE_MACHINE_ANNOTATION in c.annotations_of(machine)
-
-
-def _launched(machine: Object) -> LaunchedMachine:
-    return LaunchedMachine(
-        ref=MachineRef(c.namespace(machine), c.name(machine)),
-        nodeclaim=_claim(machine),
-        machine_deployment=c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, ""),
-        provider_id=c.provider_id(machine),
-        deleting=_deleting(machine),
-    )

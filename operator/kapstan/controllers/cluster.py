@@ -1,19 +1,20 @@
 """One typed picture of the nodes kapstan knows, after Karpenter's ``pkg/controllers/state``.
 
 A ``StateNode`` pairs a NodeClaim with its Node (by ``status.nodeName``, else by providerID), the Machines
-written for it (the ``NODECLAIM_ANNOTATION`` the provider puts on a Machine it claims), its NodePool, the
+claimed for it (as the CAPI provider reports them, ``CloudProvider.claimed_by``), its NodePool, the
 pods bound to the Node and, when a catalog is given, the offering source (MD or worker class) it came
 from. A Node that no claim owns is a ``StateNode`` too, without a claim, paired with its Machines by
 providerID: adoption and the snapshot need those.
 
-Everything is read from ``ClusterState``'s informers and their indexes, in this one module, so the
-controllers stop navigating raw objects and the pairing rules live once. ``Cluster.nodes()`` keeps the
+Everything is read from ``ClusterState``'s informers and their indexes, and Machines from the provider
+(which answers from the management informers: docs/architecture.md#one-seam-to-capi), in this one module,
+so the controllers stop navigating raw objects and the pairing rules live once. ``Cluster.nodes()`` keeps the
 whole view until one of the stores it is built from changes (each store counts its changes, as in
 ``memo``); ``Cluster.of_claim`` and ``Cluster.of_node`` build one entry from the indexes, for controllers
 that reconcile one object and must not rebuild the view at every step.
 
-The raw objects stay on the entry (``claim``, ``node``, ``machines``): writes need their
-resourceVersion and Events their identity.
+The raw objects stay on the entry (``claim``, ``node``): writes need their resourceVersion and Events
+their identity. Machines are the provider's typed ``LaunchedMachine``: only ``capi/`` reads CAPI objects.
 """
 
 from __future__ import annotations
@@ -24,19 +25,18 @@ from typing import TYPE_CHECKING
 
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
-    DEPLOYMENT_NAME_LABEL,
     INITIALIZED,
     INSTANCE_TYPE,
     LAUNCHED,
-    NODECLAIM_ANNOTATION,
     NODEPOOL,
     PRICE_ANNOTATION,
     REGISTERED,
     ZONE,
 )
+from kapstan.capi.provider import CloudProvider, LaunchedMachine
 from kapstan.catalog import Catalog, FlavorSource
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.indexes import BY_NODECLAIM, BY_NODEPOOL, NODE_NAME, PROVIDER_ID
+from kapstan.controllers.indexes import BY_NODEPOOL, NODE_NAME, PROVIDER_ID
 from kapstan.kube.client import Object
 from kapstan.kube.meta import EMPTY, Meta
 
@@ -50,7 +50,8 @@ class StateNode:
 
     claim: Object | None
     node: Object | None
-    machines: tuple[Object, ...]
+    machines: tuple[LaunchedMachine, ...]
+    """The claim's Machines, or for a Node no claim owns the Machines with its providerID."""
     pods: tuple[Object, ...]
     """The pods bound to the Node (``spec.nodeName``), whatever their phase."""
     claim_meta: Meta | None
@@ -133,7 +134,7 @@ class StateNode:
     @property
     def claimed_machine(self) -> bool:
         """A Machine of this node carries a claim's name (the lifecycle's, not adoption's, to handle)."""
-        return any(NODECLAIM_ANNOTATION in Meta.of(m).annotations for m in self.machines)
+        return any(machine.nodeclaim for machine in self.machines)
 
 
 @dataclass(frozen=True)
@@ -172,16 +173,23 @@ class StateNodes:
 
 
 class Cluster:
-    """``StateNode``s kept from ``ClusterState``'s stores (the one place that reads Machines for them)."""
+    """``StateNode``s kept from ``ClusterState``'s stores and the provider's Machines (the one place that
+    asks the provider for them)."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, provider: CloudProvider) -> None:
         self.state = state
+        self.provider = provider
         # The catalog itself, not its id: a kept id could be a new catalog's once the old one is freed.
         self._kept: tuple[tuple[int, ...], Catalog | None, StateNodes] | None = None
+        self._machine_changes = 0
+        provider.on_change(self._on_machine)
+
+    def _on_machine(self, _: LaunchedMachine) -> None:
+        self._machine_changes += 1
 
     def _versions(self) -> tuple[int, ...]:
-        informers = (self.state.node_claims, self.state.nodes, self.state.machines, self.state.pods)
-        return tuple(informer.store.changes for informer in informers)
+        informers = (self.state.node_claims, self.state.nodes, self.state.pods)
+        return (*(informer.store.changes for informer in informers), self._machine_changes)
 
     def nodes(self, catalog: Catalog | None = None) -> StateNodes:
         """Every claim and every Node, paired; kept while the stores (and ``catalog``) stay the same."""
@@ -214,7 +222,7 @@ class Cluster:
         return StateNode(
             claim=claim,
             node=node,
-            machines=tuple(self.state.machines.store.by_index(BY_NODECLAIM, meta.name)),
+            machines=tuple(self.provider.claimed_by(meta.name)),
             pods=self._pods_on(_name(node) if node else claim.get("status", {}).get("nodeName", "")),
             claim_meta=meta,
             node_meta=Meta.of(node) if node is not None else None,
@@ -236,19 +244,12 @@ class Cluster:
             return []
         return [_name(claim) for claim in self.state.node_claims.store.by_index(PROVIDER_ID, provider_id)]
 
-    def deployment_of(self, machine: Object) -> Object | None:
-        """The MachineDeployment a Machine belongs to (CAPI's deployment-name label), if it is known."""
-        meta = Meta.of(machine)
-        name = meta.labels.get(DEPLOYMENT_NAME_LABEL, "")
-        return self.state.machine_deployments.store.get_by_name(name, meta.namespace) if name else None
-
     def _unclaimed(self, node: Object) -> StateNode:
         provider_id = node.get("spec", {}).get("providerID") or ""
-        machines = self.state.machines.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
         return StateNode(
             claim=None,
             node=node,
-            machines=tuple(machines),
+            machines=tuple(self.provider.with_provider_id(provider_id)),
             pods=self._pods_on(_name(node)),
             claim_meta=None,
             node_meta=Meta.of(node),

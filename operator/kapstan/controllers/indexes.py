@@ -1,12 +1,10 @@
-"""The names of the informer stores' indexes (``ClusterState`` defines them, ``cluster`` reads them)."""
+"""The names of the informer stores' indexes (``ClusterState`` defines them, ``cluster`` reads them).
+
+The Machines' indexes are the provider's (``capi/cache.py``): controllers ask it, not the store."""
 
 PROVIDER_ID = "providerID"
-"""Nodes by ``spec.providerID``, NodeClaims by ``status.providerID``, Machines by ``spec.providerID``."""
+"""Nodes by ``spec.providerID``, NodeClaims by ``status.providerID``."""
 NODE_NAME = "nodeName"
 """Pods by ``spec.nodeName``, NodeClaims by ``status.nodeName``."""
 BY_NODEPOOL = "nodepool"
 """NodeClaims by their NodePool label."""
-BY_NODECLAIM = "nodeclaim"
-"""Machines by the NodeClaim annotation the provider writes on a Machine it claims."""
-BY_DEPLOYMENT = "deployment"
-"""Machines by their MachineDeployment label."""

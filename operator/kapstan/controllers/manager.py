@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kapstan.capi import contract as c
-from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.nodeclaim import (
@@ -75,7 +74,8 @@ class Manager:
         self.options = options
         self.state = ClusterState(workload, management, options.cluster, clock=clock)
         self.events = EventRecorder(workload, "kapstan", clock=clock)
-        self.provider: CloudProvider = MachineDeploymentProvider(management)
+        # The state's provider reads Machines from its management informers: one cache, no extra calls.
+        self.provider: CloudProvider = self.state.provider
         self.provisioner = Provisioner(
             self.state, self.events, engine=options.engine, window=options.batch, clock=clock
         )
@@ -83,7 +83,7 @@ class Manager:
             self.state, self.provider, self.events, self.state.simulation_input, options.timeouts, clock=clock
         )
         terminator = Terminator(self.state, self.provider, self.events, clock=clock)
-        self.nodeclaims = NodeClaimController(self.state, lifecycle, terminator, clock=clock)
+        self.nodeclaims = NodeClaimController(self.state, self.provider, lifecycle, terminator, clock=clock)
         self.adoption = Adoption(self.state, self.events, clock=clock)
         # Machine Events belong with the Machines, in the management cluster.
         self.strays = StrayMachines(
@@ -91,14 +91,14 @@ class Manager:
         )
         self.leaked_replicas = LeakedReplicas(self.state, self.provider, clock=clock)
         self.disruption = Disruption(
-            self.state, self.events, options.disruption, engine=options.engine, clock=clock
+            self.state, self.provider, self.events, options.disruption, engine=options.engine, clock=clock
         )
         # Template Events are about MDs, so they belong in the management cluster.
         self.template_taints = TemplateTaints(
-            self.state, EventRecorder(management, "kapstan", clock=clock), clock=clock
+            self.provider, EventRecorder(management, "kapstan", clock=clock), clock=clock
         )
-        self.nodepool_status = NodePoolStatus(self.state, self.events, clock=clock)
-        self.nodeclass_status = NodeClassStatus(self.state, self.events, clock=clock)
+        self.nodepool_status = NodePoolStatus(self.state, self.provider, self.events, clock=clock)
+        self.nodeclass_status = NodeClassStatus(self.state, self.provider, self.events, clock=clock)
         self.state.nodes.add_handler(lambda _: metrics.NODES.set(len(self.state.nodes.store)))
 
     async def run(self) -> None:
@@ -162,12 +162,8 @@ async def connect(options: Options) -> tuple[Client, Client]:
         else await _reachable(lambda: Client.connect(options.management_kubeconfig))
     )
     cluster = options.cluster
-    try:
-        await _reachable(lambda: management.get(c.CLUSTERS, cluster.name, cluster.namespace))
-    except StartupError as error:
-        if isinstance(error.__cause__, ApiError) and error.__cause__.not_found:
-            raise StartupError(f"--cluster: Cluster {cluster} not found in the management cluster") from error
-        raise
+    if await _reachable(lambda: read_cluster(management, cluster.namespace, cluster.name)) is None:
+        raise StartupError(f"--cluster: Cluster {cluster} not found in the management cluster")
     return workload, management
 
 

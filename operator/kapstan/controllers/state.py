@@ -1,11 +1,10 @@
 """The operator's picture of both clusters: one informer per kind, and the snapshot built from them.
 
 Workload side: pods, nodes, DaemonSets, namespaces, PDBs and the Karpenter kinds. Management side: the
-Cluster's MDs and Machines (selected by the ``cluster-name`` label CAPI puts on both), the Clusters,
-ClusterClasses and KubeadmConfigTemplates of its namespace. Infrastructure machine templates are read on
-demand through a cache instead: every provider has its own kind (discovered from the API server), and CAPI
-templates are immutable by convention, so a short TTL costs nothing and a rollout to a new template is a
-new name.
+informers of ``capi.cache`` (the Cluster's MDs and Machines, the Clusters, ClusterClasses and
+KubeadmConfigTemplates of its namespace), which the CAPI provider answers the controllers' questions from
+(docs/architecture.md#one-seam-to-capi); the catalog reads them here only to parse flavors. Infrastructure
+machine templates are read on demand through a TTL cache instead (``kube/refcache.py``).
 
 ``simulation_input()`` keeps the catalog (what launching a NodeClaim needs) between calls and builds it
 again only when an object it is made of changed (``memo``), so a launch and its retries do not rebuild it.
@@ -22,27 +21,24 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from cachetools import TTLCache
-
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
-from kapstan.api.wellknown import NODECLAIM_ANNOTATION, NODEPOOL
-from kapstan.capi import contract as c
+from kapstan.api.wellknown import NODEPOOL
+from kapstan.capi.cache import ManagementCache
+from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.capi.provider import CloudProvider
 from kapstan.catalog import FlavorSource
 from kapstan.controllers.cluster import Cluster
 
 # Re-exported (``X as X``): modules that import the index names from here keep working.
-from kapstan.controllers.indexes import BY_DEPLOYMENT as BY_DEPLOYMENT
-from kapstan.controllers.indexes import BY_NODECLAIM as BY_NODECLAIM
 from kapstan.controllers.indexes import BY_NODEPOOL as BY_NODEPOOL
 from kapstan.controllers.indexes import NODE_NAME as NODE_NAME
 from kapstan.controllers.indexes import PROVIDER_ID as PROVIDER_ID
 from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.nominations import Nominations
 from kapstan.controllers.offerings import OfferingBackoff
-from kapstan.kube.client import CONFIGMAPS, Client, Object, Resource
+from kapstan.kube.client import CONFIGMAPS, Client, Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
-from kapstan.kube.errors import ApiError
 from kapstan.kube.informer import Informer
 from kapstan.kube.kinds import (
     DAEMONSETS,
@@ -55,10 +51,10 @@ from kapstan.kube.kinds import (
     PODS,
 )
 from kapstan.kube.meta import Meta
-from kapstan.kube.store import Indexer, field_indexer, label_indexer
+from kapstan.kube.refcache import TEMPLATE_TTL as TEMPLATE_TTL
+from kapstan.kube.refcache import TemplateCache
+from kapstan.kube.store import field_indexer, label_indexer
 from kapstan.snapshot import SimulationInput, build_simulation_input
-
-TEMPLATE_TTL = 300.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -94,14 +90,6 @@ class Gathered:
     skipped_sources: list[tuple[FlavorSource, ManifestError]] = field(default_factory=list)
 
 
-def annotation_indexer(annotation: str) -> Indexer:
-    def values(obj: Object) -> Iterable[str]:
-        value = Meta.of(obj).annotations.get(annotation)
-        return [value] if value else []
-
-    return values
-
-
 def provisionable(pod: Object) -> bool:
     """A pod kapstan should find room for: the scheduler tried and found none (Karpenter's test too)."""
     meta = Meta.of(pod)
@@ -122,47 +110,18 @@ def _finished(pod: Object) -> bool:
     return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
 
 
-class TemplateCache:
-    """Infrastructure machine templates and ConfigMaps by reference, read through a TTL cache."""
-
-    def __init__(self, client: Client, ttl: float = TEMPLATE_TTL, *, clock: Clock = SYSTEM_CLOCK) -> None:
-        self._client = client
-        self._objects: TTLCache[tuple[str, str, str, str], Object | None] = TTLCache(
-            maxsize=1024, ttl=ttl, timer=clock.now
-        )
-        self._kinds: TTLCache[str, dict[str, Resource]] = TTLCache(maxsize=64, ttl=ttl, timer=clock.now)
-
-    async def get(self, api_group: str, kind: str, namespace: str, name: str) -> Object | None:
-        key = (api_group, kind, namespace, name)
-        if key in self._objects:
-            return self._objects[key]
-        resource = await self._resource(api_group, kind)
-        found: Object | None = None
-        if resource is not None:
-            try:
-                found = await self._client.get(resource, name, namespace)
-            except ApiError as error:
-                if not error.not_found:
-                    raise
-        self._objects[key] = found
-        return found
-
-    async def _resource(self, api_group: str, kind: str) -> Resource | None:
-        if api_group not in self._kinds:
-            try:
-                version = await self._client.preferred_version(api_group) if api_group else "v1"
-                self._kinds[api_group] = await self._client.resources(version)
-            except ApiError as error:
-                if not error.not_found:
-                    raise
-                self._kinds[api_group] = {}
-        return self._kinds[api_group].get(kind)
-
-
 class ClusterState:
     def __init__(
-        self, workload: Client, management: Client, cluster: ClusterRef, *, clock: Clock = SYSTEM_CLOCK
+        self,
+        workload: Client,
+        management: Client,
+        cluster: ClusterRef,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        provider: CloudProvider | None = None,
     ) -> None:
+        """``provider``: the CAPI provider the view reads Machines from; by default the MachineDeployment
+        provider on ``management`` and this state's management informers (a test passes a fake)."""
         self.workload = workload
         self.management = management
         self.cluster = cluster
@@ -187,29 +146,22 @@ class ClusterState:
             },
         )
         self.node_classes = informer(workload, NODECLASSES)
-        mine = f"{c.CLUSTER_NAME_LABEL}={cluster.name}"
-        self.machine_deployments = informer(
-            management, c.MACHINEDEPLOYMENTS, namespace=cluster.namespace, label_selector=mine
-        )
-        self.machines = informer(
-            management,
-            c.MACHINES,
-            namespace=cluster.namespace,
-            label_selector=mine,
-            indexers={
-                PROVIDER_ID: field_indexer("spec", "providerID"),
-                BY_NODECLAIM: annotation_indexer(NODECLAIM_ANNOTATION),
-                BY_DEPLOYMENT: label_indexer(c.DEPLOYMENT_NAME_LABEL),
-            },
-        )
-        self.clusters = informer(management, c.CLUSTERS, namespace=cluster.namespace)
-        self.cluster_classes = informer(management, c.CLUSTERCLASSES, namespace=cluster.namespace)
-        self.bootstrap_templates = informer(management, c.KUBEADMCONFIGTEMPLATES, namespace=cluster.namespace)
-        self.templates = TemplateCache(management, clock=clock)
+        self.capi = ManagementCache(management, cluster.namespace, cluster.name, clock=clock)
+        """The management side's informers; Machines are read through the provider, which is given these."""
+        self.machine_deployments = self.capi.machine_deployments
+        self.machines = self.capi.machines
+        """Read raw only by the stray-Machine controllers (``nodeclaim/adoption.py``), which predate the
+        provider's reads; everything else asks ``provider``."""
+        self.clusters = self.capi.clusters
+        self.cluster_classes = self.capi.cluster_classes
+        self.bootstrap_templates = self.capi.bootstrap_templates
+        self.templates = self.capi.templates
         self.config_maps = TemplateCache(workload, clock=clock)
         self.catalog = StoreMemo[SimulationInput](self.catalog_informers, self.unwatched_versions)
         """The catalog ``simulation_input`` keeps between launches."""
-        self.view = Cluster(self)
+        self.provider: CloudProvider = provider or MachineDeploymentProvider(management, self.capi)
+        """Every CAPI read and write goes through it (docs/architecture.md#one-seam-to-capi)."""
+        self.view = Cluster(self, self.provider)
         """The typed view of the nodes (``controllers/cluster.py``) every controller reads."""
 
     @property
@@ -223,11 +175,7 @@ class ClusterState:
             self.node_pools,
             self.node_claims,
             self.node_classes,
-            self.machine_deployments,
-            self.machines,
-            self.clusters,
-            self.cluster_classes,
-            self.bootstrap_templates,
+            *self.capi.informers,
         ]
 
     @property
@@ -241,7 +189,7 @@ class ClusterState:
         await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
 
     def cluster_object(self) -> Object | None:
-        return self.clusters.store.get_by_name(self.cluster.name, self.cluster.namespace)
+        return self.capi.cluster_object()
 
     @property
     def catalog_informers(self) -> list[Informer]:
@@ -311,18 +259,7 @@ class ClusterState:
         return gathered
 
     async def _infrastructure_templates(self) -> list[Object]:
-        refs: set[tuple[str, str, str, str]] = set()
-        for md in self.machine_deployments.store.objects():
-            ref = md.get("spec", {}).get("template", {}).get("spec", {}).get("infrastructureRef") or {}
-            if ref.get("kind") and ref.get("name"):
-                refs.add((ref.get("apiGroup", ""), ref["kind"], c.namespace(md), ref["name"]))
-        for cluster_class in self.cluster_classes.store.objects():
-            workers = cluster_class.get("spec", {}).get("workers", {}).get("machineDeployments") or []
-            for worker in workers:
-                ref = worker.get("infrastructure", {}).get("templateRef") or {}
-                if ref.get("kind") and ref.get("name"):
-                    group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-                    refs.add((group, ref["kind"], c.namespace(cluster_class), ref["name"]))
+        refs = self.capi.infrastructure_template_refs()
         found = [await self.templates.get(*ref) for ref in sorted(refs)]
         return [template for template in found if template is not None]
 

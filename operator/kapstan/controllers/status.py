@@ -34,13 +34,14 @@ from kapstan.api.wellknown import (
     NODEPOOL,
     READY,
     UNREGISTERED_TAINT_CONDITION,
+    UNREGISTERED_TAINT_TEXT,
     VALIDATION_SUCCEEDED,
 )
+from kapstan.capi.provider import CloudProvider
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.state import ClusterState
-from kapstan.controllers.templatetaints import TAINT_TEXT, untainted_sources
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
@@ -63,7 +64,14 @@ PRICE_TABLE_RETRY = 15.0
 class NodePoolStatus:
     """Writes ``status.resources`` and the NodeClassReady, ValidationSucceeded and Ready conditions."""
 
-    def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        provider: CloudProvider,
+        events: EventRecorder,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.state = state
         self.events = events
         self.cluster = state.view
@@ -166,6 +174,7 @@ class NodeClassStatus:
     def __init__(
         self,
         state: ClusterState,
+        provider: CloudProvider,
         events: EventRecorder,
         *,
         recheck: float = PRICE_TABLE_RECHECK,
@@ -173,6 +182,7 @@ class NodeClassStatus:
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.state = state
+        self.provider = provider
         self.events = events
         self.recheck = recheck
         self.retry = retry
@@ -206,12 +216,13 @@ class NodeClassStatus:
         conditions = cond.with_condition(
             cond.conditions_of(node_class), READY, status, reason, message, generation
         )
-        missing = untainted_sources(self.state)
+        missing = self.provider.untainted_sources()
         if missing:
             taint = (
                 cond.FALSE,
                 "TaintMissing",
-                f"{TAINT_TEXT} is missing from the bootstrap templates of: " + "; ".join(missing),
+                f"{UNREGISTERED_TAINT_TEXT} is missing from the bootstrap templates of: "
+                + "; ".join(missing),
             )
         else:
             taint = (cond.TRUE, "TaintPresent", "")

@@ -81,7 +81,7 @@ async def read_cluster(
 async def view_of(state: ClusterState, engine: str | None, not_served: Sequence[str] = ()) -> LiveView:
     """What the disruption loop's observer sees in ``state``'s stores now (it writes nothing when it
     does not ``announce``)."""
-    observer = Observer(state, EventRecorder(state.workload), lambda: datetime.now(UTC))
+    observer = Observer(state, state.provider, EventRecorder(state.workload), lambda: datetime.now(UTC))
     seen = await observer.observe(observer.pools(), datetime.now(UTC), announce=False)
     if seen.snapshot is None:
         raise ValueError(

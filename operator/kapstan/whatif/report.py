@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from kapstan.api.wellknown import INSTANCE_TYPE, ZONE
 from kapstan.controllers.disruption.consolidation import without
 from kapstan.controllers.pods import pod_key, reschedulable
-from kapstan.controllers.state import NODE_NAME, PROVIDER_ID
+from kapstan.controllers.state import NODE_NAME
 from kapstan.scheduling.model import InstanceType, Node, Plan
 from kapstan.whatif.live import LiveView
 
@@ -65,7 +65,7 @@ def managed_nodes(view: LiveView) -> tuple[list[tuple[Node, float]], list[str]]:
     for node in view.snapshot.nodes:
         raw = view.state.nodes.store.get(node.name)
         provider_id = (raw or {}).get("spec", {}).get("providerID")
-        if raw is None or not provider_id or not view.state.machines.store.by_index(PROVIDER_ID, provider_id):
+        if raw is None or not provider_id or not view.state.provider.with_provider_id(provider_id):
             continue  # not a Machine of this Cluster (an in-flight claim has no Node yet: not counted)
         flavor = flavors.get(node.labels.get(INSTANCE_TYPE, ""))
         if flavor is None:

@@ -26,6 +26,7 @@ from datetime import datetime
 
 from kapstan import scheduling
 from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
+from kapstan.capi.provider import CloudProvider
 from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption.consolidation import Decision, MinSaving
 from kapstan.controllers.disruption.expire import expire
@@ -64,6 +65,7 @@ class Disruption:
     def __init__(
         self,
         state: ClusterState,
+        provider: CloudProvider,
         events: EventRecorder,
         options: DisruptionOptions | None = None,
         *,
@@ -78,9 +80,9 @@ class Disruption:
         self.clock = clock
         self.wall = wall or clock.wall
         self.writes = ClaimWrites(state)
-        self.observer = Observer(state, events, self.wall)
+        self.observer = Observer(state, provider, events, self.wall)
         self.orchestrator = Orchestrator(
-            state, events, self.writes, self.wall, self.options.replacement_timeout
+            state, provider, events, self.writes, self.wall, self.options.replacement_timeout
         )
         self._wake = asyncio.Event()
         state.pods.add_handler(self.observer.on_pod)

@@ -3,11 +3,8 @@ today, and has it lived past ``expireAfter``?
 
 Drift has three sources. The NodePool's template changed (its hash, versioned so that a new hashing
 scheme does not call every node drifted). The claim's labels no longer satisfy the pool's requirements.
-Or CAPI drift, on MDs whose rollout strategy is ``OnDelete``: the Machine was made from another bootstrap
-or infrastructure template than its MD uses now (a new KubeadmConfigTemplate revision, a new machine
-template), or for another Kubernetes version.
-CAPI records what a Machine was cloned from (``cluster.x-k8s.io/cloned-from-name`` on its bootstrap
-config and infrastructure machine); the controller reads those and passes them in.
+Or CAPI drift, on MDs whose rollout strategy is ``OnDelete``: the provider judges that one
+(``CloudProvider.drift``, ``capi/drift.py``), since it means reading the Machine against its MD.
 
 Pure: objects in, a reason (or an empty string) out.
 """
@@ -26,7 +23,6 @@ from kapstan.api.wellknown import (
     NODEPOOL_HASH_VERSION_ANNOTATION,
     ZONE,
 )
-from kapstan.capi import contract as c
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.provisioner import nodepool_hash
 from kapstan.kube.client import Object
@@ -74,31 +70,6 @@ def _compare(operator: str, value: str, values: list[str]) -> bool:
     except (ValueError, IndexError):
         return False
     return {"Gt": have > bound, "Lt": have < bound, "Gte": have >= bound, "Lte": have <= bound}[operator]
-
-
-def capi_drift(
-    machine: Object, md: Object, bootstrap_from: str | None, infrastructure_from: str | None
-) -> str:
-    """The Machine against its MD's template now. ``*_from`` are the templates the Machine's bootstrap
-    config and infrastructure machine were cloned from (None when unknown: no drift claimed).
-
-    Only an ``OnDelete`` MD's Machines drift: with ``RollingUpdate`` CAPI replaces outdated Machines by
-    itself, and a kapstan replacement would race it (CAPI refuses nothing, kapstan refuses to delete from
-    an MD that is rolling out, so the command would fail and roll back over and over)."""
-    if not c.on_delete(md):
-        return ""
-    template = md.get("spec", {}).get("template", {}).get("spec", {})
-    version = template.get("version")
-    have = machine.get("spec", {}).get("version")
-    if version and have and version != have:
-        return "KubernetesVersionDrifted"
-    wanted_bootstrap = (template.get("bootstrap", {}).get("configRef") or {}).get("name")
-    if bootstrap_from and wanted_bootstrap and bootstrap_from != wanted_bootstrap:
-        return "BootstrapTemplateDrifted"
-    wanted_infrastructure = (template.get("infrastructureRef") or {}).get("name")
-    if infrastructure_from and wanted_infrastructure and infrastructure_from != wanted_infrastructure:
-        return "InfrastructureTemplateDrifted"
-    return ""
 
 
 def expired(claim: Object, expire_after: timedelta | None, now: datetime) -> bool:

@@ -14,18 +14,17 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NodePool
 from kapstan.api.wellknown import (
-    CLONED_FROM_NAME_ANNOTATION,
     CONSOLIDATABLE,
     DISRUPTION_COMMAND_ANNOTATION,
     INITIALIZED,
     NODEPOOL,
     PRICE_ANNOTATION,
 )
+from kapstan.capi.provider import CloudProvider
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.disruption import drift as d
@@ -65,8 +64,15 @@ class _Tally:
 
 
 class Observer:
-    def __init__(self, state: ClusterState, events: EventRecorder, wall: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        provider: CloudProvider,
+        events: EventRecorder,
+        wall: Callable[[], datetime],
+    ) -> None:
         self.state = state
+        self.provider = provider
         self.events = events
         self.wall = wall
         self.last_pod_event: dict[str, datetime] = {}
@@ -225,33 +231,10 @@ class Observer:
         if reason:
             return reason
         for machine in entry.machines:
-            md = self.cluster.deployment_of(machine)
-            if md is None:
-                continue
-            bootstrap = await self._cloned_from(machine, ("spec", "bootstrap", "configRef"))
-            infrastructure = await self._cloned_from(machine, ("spec", "infrastructureRef"))
-            reason = d.capi_drift(machine, md, bootstrap, infrastructure)
+            reason = await self.provider.drift(machine.ref)
             if reason:
                 return reason
         return ""
-
-    async def _cloned_from(self, machine: Object, path: tuple[str, ...]) -> str | None:
-        """The template the Machine's bootstrap config or infrastructure machine was cloned from."""
-        ref: Any = machine
-        for step in path:
-            ref = ref.get(step) if isinstance(ref, dict) else None
-        if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
-            return None
-        group = ref.get("apiGroup") or str(ref.get("apiVersion", "")).rpartition("/")[0]
-        try:
-            found = await self.state.templates.get(
-                group, ref["kind"], Meta.of(machine).namespace, ref["name"]
-            )
-        except ApiError:
-            return None
-        if found is None:
-            return None
-        return Meta.of(found).annotations.get(CLONED_FROM_NAME_ANNOTATION)
 
     async def _keep_condition(self, claim: Object, consolidatable: bool) -> None:
         """Keep the claim's ``Consolidatable`` condition in step (written only when it flips)."""

@@ -18,6 +18,7 @@ from kapstan.api.wellknown import (
     DISRUPTION_REPLACEMENT_ANNOTATION,
     INITIALIZED,
 )
+from kapstan.capi.provider import CloudProvider
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption.command import Command
 from kapstan.controllers.disruption.consolidation import DELETE, Decision
@@ -42,6 +43,7 @@ class Orchestrator:
     def __init__(
         self,
         state: ClusterState,
+        provider: CloudProvider,
         events: EventRecorder,
         writes: ClaimWrites,
         wall: Callable[[], datetime],

@@ -16,11 +16,12 @@ import logging
 
 from kapstan.api.wellknown import LAUNCHED, NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
 from kapstan.capi import contract as c
+from kapstan.capi.cache import BY_DEPLOYMENT
 from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
 from kapstan.catalog.annotations import is_managed
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.pods import drained
-from kapstan.controllers.state import BY_DEPLOYMENT, NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.controllers.state import NODE_NAME, PROVIDER_ID, ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
@@ -156,7 +157,9 @@ class StrayMachines:
         owner = annotations.get(NODECLAIM_ANNOTATION, "")
         if owner and self.state.node_claims.store.get(owner) is not None:
             return False
-        md = self.cluster.deployment_of(machine)
+        md = self.state.machine_deployments.store.get_by_name(
+            c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, ""), c.namespace(machine)
+        )
         return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
 
     def _runs_workload(self, machine: Object) -> bool:

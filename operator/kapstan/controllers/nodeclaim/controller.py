@@ -3,7 +3,7 @@ termination. One queue for both means one claim is never launched and terminated
 
 from __future__ import annotations
 
-from kapstan.api.wellknown import NODECLAIM_ANNOTATION
+from kapstan.capi.provider import CloudProvider, LaunchedMachine
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
 from kapstan.controllers.state import ClusterState
@@ -17,6 +17,7 @@ class NodeClaimController:
     def __init__(
         self,
         state: ClusterState,
+        provider: CloudProvider,
         lifecycle: Lifecycle,
         terminator: Terminator,
         workers: int = 4,
@@ -31,7 +32,7 @@ class NodeClaimController:
         self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)
         state.nodes.add_handler(self._on_node)
-        state.machines.add_handler(self._on_machine)
+        provider.on_change(self._on_machine)
 
     async def run(self) -> None:
         await self.controller.run()
@@ -48,7 +49,6 @@ class NodeClaimController:
         for claim in self.cluster.claims_with_provider_id(event.object.get("spec", {}).get("providerID", "")):
             self.controller.queue.add(claim)
 
-    def _on_machine(self, event: Event) -> None:
-        claim = Meta.of(event.object).annotations.get(NODECLAIM_ANNOTATION)
-        if claim:
-            self.controller.queue.add(claim)
+    def _on_machine(self, machine: LaunchedMachine) -> None:
+        if machine.nodeclaim:
+            self.controller.queue.add(machine.nodeclaim)

@@ -15,14 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kapstan.api.wellknown import MACHINE_ANNOTATION
-from kapstan.capi import contract as c
 from kapstan.capi.provider import CloudProvider, MachineRef, NotFound
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODES
-from kapstan.kube.meta import Meta
 
 LAUNCH_FAILED = "LaunchFailed"
 
@@ -49,11 +47,11 @@ class GarbageCollection:
         if not entry.machines and ref is not None and await self._machine_gone(ref):
             return "MachineGone", f"its Machine {ref.namespace}/{ref.name} no longer exists"
         for machine in entry.machines:
-            if Meta.of(machine).deleting:
-                return "MachineDeleted", f"its Machine {c.display(machine)} is being deleted"
-            failure = c.machine_failure(machine)
-            if failure:
-                return LAUNCH_FAILED, f"its Machine {c.display(machine)} failed: {failure}"
+            where = f"{machine.ref.namespace}/{machine.ref.name}"
+            if machine.being_deleted:
+                return "MachineDeleted", f"its Machine {where} is being deleted"
+            if machine.failure:
+                return LAUNCH_FAILED, f"its Machine {where} failed: {machine.failure}"
         node_name = entry.recorded_node_name
         if node_name and entry.registered and entry.node is None and await self._node_gone(node_name):
             return "NodeGone", f"its Node {node_name} no longer exists"

@@ -36,7 +36,7 @@ class Registration:
 
     async def _copy_provider_id(self, claim: Object) -> Result:
         machines = self.cluster.of_claim(claim).machines
-        provider_id = next((m["spec"].get("providerID") for m in machines if m["spec"].get("providerID")), "")
+        provider_id = next((m.provider_id for m in machines if m.provider_id), "")
         if provider_id:
             await self.steps.write_status(claim, {"providerID": provider_id})
             return Result()

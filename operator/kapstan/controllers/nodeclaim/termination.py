@@ -29,7 +29,7 @@ from kapstan.api.wellknown import (
     TERMINATION_FINALIZER,
     disrupted_taint,
 )
-from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
+from kapstan.capi.provider import BelowMinSize, CloudProvider, Paused, RollingOut
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import ClusterState
@@ -83,10 +83,8 @@ class Terminator:
             if remaining:
                 return Result(requeue_after=self.timing.poll)
         for machine in entry.machines:
-            meta = Meta.of(machine)
-            ref = MachineRef(meta.namespace, meta.name)
             try:
-                await self.provider.delete(ref)
+                await self.provider.delete(machine.ref)
             except (Paused, RollingOut, BelowMinSize) as error:
                 await self.events.emit(claim, "Warning", "TerminationBlocked", str(error))
                 return Result(requeue_after=self.timing.blocked)
