@@ -97,11 +97,26 @@ def _unschedulable(pod: dict[str, Any]) -> bool:
     return any(x["type"] == "PodScheduled" and x.get("reason") == "Unschedulable" for x in conditions)
 
 
-def _state(e2e: E2E) -> tuple[list[str], list[str], list[int]]:
-    """What a write by the what-if would change: the claims' and Machines' versions, the MDs' replicas."""
+def _machine_intent(machine: dict[str, Any]) -> tuple[str, int, str, str, bool]:
+    """What a write to a Machine by kapstan would change: its spec (generation), labels, annotations and
+    deletion. Not its resourceVersion: CAPI writes the Machine's status on its own whenever the Node's
+    conditions move (the sandbox's node lifecycle controller flips them on kubelet-less Nodes)."""
+    meta = machine["metadata"]
+    return (
+        meta["name"],
+        meta.get("generation", 0),
+        json.dumps(meta.get("labels") or {}, sort_keys=True),
+        json.dumps(meta.get("annotations") or {}, sort_keys=True),
+        "deletionTimestamp" in meta,
+    )
+
+
+def _state(e2e: E2E) -> tuple[list[str], list[tuple[str, int, str, str, bool]], list[int]]:
+    """What a write by the what-if would change: the claims' versions (only kapstan writes them, and the
+    operator is stopped), the Machines' intent, the MDs' replicas."""
     run = e2e.run
     claims = sorted(cl["metadata"]["resourceVersion"] for cl in e2e(run.claims()))
-    machines = sorted(m["metadata"]["resourceVersion"] for m in e2e(run.machines()))
+    machines = sorted(_machine_intent(m) for m in e2e(run.machines()))
     mds = [
         c.replicas(e2e(run.clients[1].get(c.MACHINEDEPLOYMENTS, md, run.namespace))) for md in sorted(FLAVORS)
     ]
