@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# Re-exported (``X as X``): the article's flavors and the byte units are the bench catalogs'.
+from kapstan.bench.catalogs import GI as GI
+from kapstan.bench.catalogs import MI as MI
+from kapstan.bench.catalogs import article_flavors as article_flavors
+from kapstan.bench.catalogs import flavor
 from kapstan.scheduling.model import (
-    ARCH,
     CPU,
-    INSTANCE_TYPE,
     MEMORY,
-    OS,
     PODS,
     DaemonSet,
     InstanceType,
     Node,
     NodePool,
-    Offering,
     Pod,
     Snapshot,
+    Taint,
 )
-
-GI = 1 << 30
-MI = 1 << 20
 
 
 def cpu(cores: float) -> int:
@@ -52,14 +51,13 @@ def make_flavor(
     zones: tuple[str, ...] = ("zone-a",),
     max_pods: int = 110,
     labels: Mapping[str, str] | None = None,
-    **fields: object,
+    taints: tuple[Taint, ...] = (),
 ) -> InstanceType:
-    capacity = {CPU: cpu(cpu_cores), MEMORY: mem(memory), PODS: max_pods * 1000}
+    """The bench's ``flavor`` with test defaults: one zone, priced by the relative formula vCPU + GiB / 4
+    (kapstan's without prices) unless ``price`` says."""
     if price is None:
         price = cpu_cores + memory / GI / 4
-    offerings = tuple(Offering(zone=z, price=price) for z in zones)
-    all_labels = {INSTANCE_TYPE: name, ARCH: "amd64", OS: "linux", **(labels or {})}
-    return InstanceType(name, capacity, capacity, offerings, all_labels, **fields)  # type: ignore[arg-type]
+    return flavor(name, cpu_cores, memory, price, zones, max_pods, labels=dict(labels or {}), taints=taints)
 
 
 def make_nodepool(name: str = "default", **fields: object) -> NodePool:
@@ -75,15 +73,6 @@ def make_node(
 
 def make_daemonset(name: str, cpu_cores: float, memory: int) -> DaemonSet:
     return DaemonSet(name, make_pod(f"{name}-template", cpu_cores, memory, namespace="kube-system"))
-
-
-def article_flavors() -> tuple[InstanceType, ...]:
-    """The article's OVH flavors, priced by the relative formula as kapstan does without prices."""
-    return (
-        make_flavor("c3-4", 2, 4 * 10**9, zones=("nova",)),
-        make_flavor("c3-8", 4, 8 * 10**9, zones=("nova",)),
-        make_flavor("c3-16", 8, 16 * 10**9, zones=("nova",)),
-    )
 
 
 def snapshot(

@@ -30,10 +30,10 @@ from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
 from kapstan.controllers.disruption.methods import Observed
-from kapstan.controllers.disruption.writes import tainted
 from kapstan.controllers.memo import StoreDigest, StoreMemo
 from kapstan.controllers.pods import pod_key, reschedulable
 from kapstan.controllers.state import ClusterState
+from kapstan.controllers.taints import disrupted
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
@@ -166,7 +166,7 @@ class Observer:
             return
         tally.totals[pool] = tally.totals.get(pool, 0) + 1
         pods = entry.pods
-        going = entry.claim_deleting or tainted(node)
+        going = entry.claim_deleting or disrupted(node)
         if going or DISRUPTION_COMMAND_ANNOTATION in entry.claim_meta.annotations:
             tally.disrupting[pool] = tally.disrupting.get(pool, 0) + 1
             tally.leaving[entry.node_name] = tuple(pod_key(p) for p in pods if reschedulable(p))

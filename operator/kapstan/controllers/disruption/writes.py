@@ -3,18 +3,13 @@ commands: delete a claim (once), annotate it, taint and untaint its Node."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
+from kapstan.api.wellknown import DISRUPTED_TAINT_KEY
 from kapstan.controllers.state import ClusterState
+from kapstan.controllers.taints import mark_disrupted, taints_of
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, NODES
 from kapstan.kube.meta import Meta
-
-
-def tainted(node: Object) -> bool:
-    return any(t.get("key") == DISRUPTED_TAINT_KEY for t in node.get("spec", {}).get("taints") or [])
 
 
 class ClaimWrites:
@@ -52,15 +47,7 @@ class ClaimWrites:
                 raise
 
     async def taint(self, node: Object) -> None:
-        taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
-        if tainted(node):
-            return
-        meta = Meta.of(node)
-        patch = {
-            "metadata": {"resourceVersion": meta.resource_version},
-            "spec": {"taints": [*taints, disrupted_taint()]},
-        }
-        await self.state.workload.patch(NODES, meta.name, patch)
+        await mark_disrupted(self.state.workload, node)
 
     async def untaint(self, node: Object) -> None:
         """Remove ``karpenter.sh/disrupted``, read fresh so a concurrent taint change is not undone."""
@@ -71,10 +58,8 @@ class ClaimWrites:
                 if error.not_found:
                     return
                 raise
-            taints = [
-                t for t in fresh.get("spec", {}).get("taints") or [] if t.get("key") != DISRUPTED_TAINT_KEY
-            ]
-            if len(taints) == len(fresh.get("spec", {}).get("taints") or []):
+            taints = [t for t in taints_of(fresh) if t.get("key") != DISRUPTED_TAINT_KEY]
+            if len(taints) == len(taints_of(fresh)):
                 return
             meta = Meta.of(fresh)
             patch = {"metadata": {"resourceVersion": meta.resource_version}, "spec": {"taints": taints}}

@@ -20,25 +20,20 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from kapstan.api.duration import parse_duration
-from kapstan.api.wellknown import (
-    DISRUPTED_TAINT_KEY,
-    DO_NOT_DISRUPT_ANNOTATION,
-    TERMINATION_FINALIZER,
-    disrupted_taint,
-)
+from kapstan.api.wellknown import DO_NOT_DISRUPT_ANNOTATION, TERMINATION_FINALIZER
 from kapstan.capi.provider import BelowMinSize, CloudProvider, Paused, RollingOut
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import ClusterState
+from kapstan.controllers.taints import mark_disrupted
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
-from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+from kapstan.kube.kinds import NODECLAIMS, PODS
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
@@ -78,7 +73,7 @@ class Terminator:
         if TERMINATION_FINALIZER not in Meta.of(claim).finalizers:
             return Result()
         if entry.node is not None and not entry.node_deleting:
-            await self._taint(entry.node)
+            await mark_disrupted(self.state.workload, entry.node)
             remaining = await self._drain(claim, entry.pods)
             if remaining:
                 return Result(requeue_after=self.timing.poll)
@@ -96,17 +91,6 @@ class Terminator:
             metrics.NODES_TERMINATED.labels(entry.pool).inc()
         log.info("terminated", extra={"nodeclaim": entry.name})
         return Result()
-
-    async def _taint(self, node: Object) -> None:
-        taints: list[dict[str, Any]] = list(node.get("spec", {}).get("taints") or [])
-        if any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints):
-            return
-        meta = Meta.of(node)
-        patch = {
-            "metadata": {"resourceVersion": meta.resource_version},
-            "spec": {"taints": [*taints, disrupted_taint()]},
-        }
-        await self.state.workload.patch(NODES, meta.name, patch)
 
     async def _drain(self, claim: Object, pods: Sequence[Object]) -> int:
         """Ask every evictable pod of the claim's Node to leave; returns how many pods are still to go."""
