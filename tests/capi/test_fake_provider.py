@@ -12,9 +12,12 @@ from kapstan.capi import (
     InsufficientCapacity,
     LaunchedMachine,
     LaunchRequest,
+    MachineDeploymentInfo,
+    MachineDeploymentRef,
     MachineRef,
     NotFound,
     Paused,
+    RegistrationTaint,
 )
 from kapstan.capi.fake import Call, FakeProvider
 from kapstan.catalog import FlavorSource
@@ -62,6 +65,45 @@ def test_machines_nobody_claimed_are_found_by_provider_id_but_not_listed() -> No
     assert fake.with_provider_id("") == []
     assert fake.unclaimed() == [manual]
     assert fake.claimed_by("") == []
+
+
+def test_a_machine_and_the_machines_of_an_md_are_what_was_added() -> None:
+    fake = FakeProvider()
+    a = fake.add(LaunchedMachine(MachineRef("ns", "pool-a"), "", "pool", "fake://a"))
+    b = fake.add(LaunchedMachine(MachineRef("ns", "pool-b"), "x", "pool", "fake://b", deleting=True))
+    fake.add(LaunchedMachine(MachineRef("other", "pool-c"), "", "pool", "fake://c"))
+    assert fake.machine(a.ref) == a and fake.machine(MachineRef("ns", "gone")) is None
+    assert fake.machines_of(MachineDeploymentRef("ns", "pool")) == [a, b]
+    target = a.event_target  # made up, so Events about the Machine can be recorded
+    assert (target["kind"], target["metadata"]["name"], target["metadata"]["namespace"]) == (
+        "Machine",
+        "pool-a",
+        "ns",
+    )
+    assert fake.calls == []  # cache reads are not recorded
+
+
+def test_an_md_change_is_a_flavor_source_change_and_its_md_the_events_target() -> None:
+    fake = FakeProvider()
+    heard: list[str] = []
+    fake.on_flavor_source_change(lambda: heard.append("changed"))
+    md = MachineDeploymentInfo(
+        ref=MachineDeploymentRef("ns", "pool"),
+        managed=True,
+        topology_owned=False,
+        deleting=False,
+        paused=False,
+        rolling_out=False,
+        replicas=0,
+        machines=0,
+        registration_taint=RegistrationTaint.PRESENT,
+        bootstrap_template="pool",
+        event_target={"kind": "MachineDeployment", "metadata": {"name": "pool"}},
+    )
+    fake.put_machine_deployment(md)
+    assert heard == ["changed"]
+    assert fake.event_target(SOURCE) == md.event_target
+    assert fake.event_target(FlavorSource("WorkerClass", "ns", "pool", "c", worker_class="w")) is None
 
 
 def test_a_machine_without_a_provider_id_gets_one_later_and_drift_is_what_the_test_says() -> None:

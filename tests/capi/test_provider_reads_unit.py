@@ -21,6 +21,7 @@ from kapstan.capi import contract as c
 from kapstan.capi.bootstrap import has_unregistered_taint
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.capi.provider import RegistrationTaint
+from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Object
 from kapstan.local import article
 
@@ -138,3 +139,52 @@ def test_a_paused_cluster_gets_no_revision() -> None:
         UNREGISTERED_TAINT_KEY in str(t["spec"]) and c.name(t).startswith("md-plain")
         for t in w.state.bootstrap_templates.store.objects()
     )
+
+
+def test_a_machine_and_the_machines_of_an_md_are_read_from_the_cache() -> None:
+    w = world()
+    provider = _provider(w)
+    made = w.machine("m-a", "fake://a")
+    _machine(w, "m-b", "fake://b", claim="claim-b")
+    _machine(w, "m-other", "fake://other", md="md-other")
+    found = provider.machine(MachineRef(NS, "m-a"))
+    assert found == LaunchedMachine(MachineRef(NS, "m-a"), "", "md-c3-4", "fake://a")
+    assert found.created == made["metadata"]["creationTimestamp"]
+    assert found.event_target["metadata"]["name"] == "m-a"  # Events about it go on the Machine
+    assert provider.machine(MachineRef(NS, "gone")) is None
+    mine = provider.machines_of(MachineDeploymentRef(NS, "md-c3-4"))
+    assert [(m.ref.name, m.nodeclaim) for m in mine] == [("m-a", ""), ("m-b", "claim-b")]
+    assert provider.machines_of(MachineDeploymentRef("elsewhere", "md-c3-4")) == []
+    assert w.api.writes == []
+
+
+def test_flavor_source_changes_are_heard_but_not_their_status_writes() -> None:
+    w = world()
+    provider = _provider(w)
+    heard: list[str] = []
+    provider.on_flavor_source_change(lambda: heard.append("changed"))
+    md = w.state.machine_deployments.store.get_by_name("md-c3-4", NS)
+    assert md is not None
+    w.state.capi.machine_deployments.handle({"type": "MODIFIED", "object": {**md, "status": {"replicas": 2}}})
+    assert heard == []  # CAPI's status writes, every few seconds
+    paused = {**md, "metadata": {**md["metadata"], "annotations": {c.PAUSED_ANNOTATION: ""}}}
+    w.state.capi.machine_deployments.handle({"type": "MODIFIED", "object": paused})
+    assert heard == ["changed"]
+    template = w.state.bootstrap_templates.store.get_by_name("md-c3-4", NS)
+    assert template is not None
+    w.state.capi.bootstrap_templates.handle({"type": "MODIFIED", "object": {**template, "spec": {}}})
+    cluster = w.state.clusters.store.get_by_name(CLUSTER.name, NS)
+    assert cluster is not None
+    w.state.capi.clusters.handle({"type": "MODIFIED", "object": {**cluster, "spec": {"paused": True}}})
+    assert heard == ["changed"] * 3
+
+
+def test_events_about_a_flavor_source_go_on_its_md_or_for_a_worker_class_on_the_cluster() -> None:
+    w = world()
+    provider = _provider(w)
+    md = provider.event_target(FlavorSource("MachineDeployment", NS, "md-c3-4", CLUSTER.name))
+    assert md is not None and (md["kind"], c.name(md)) == ("MachineDeployment", "md-c3-4")
+    worker = FlavorSource("WorkerClass", NS, "workers", CLUSTER.name, worker_class="default")
+    cluster = provider.event_target(worker)
+    assert cluster is not None and (cluster["kind"], c.name(cluster)) == ("Cluster", CLUSTER.name)
+    assert provider.event_target(FlavorSource("MachineDeployment", NS, "nope", CLUSTER.name)) is None

@@ -24,10 +24,11 @@ from kapstan.api.wellknown import (
     READY,
     unregistered_taint,
 )
-from kapstan.capi import LaunchedMachine, MachineRef
+from kapstan.capi import LaunchedMachine, MachineDeploymentInfo, MachineDeploymentRef, MachineRef
 from kapstan.capi import contract as c
 from kapstan.capi.fake import FakeProvider
-from kapstan.capi.reads import CachedReads
+from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.catalog import FlavorSource
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers.provisioner import nodeclaim_manifest
 from kapstan.controllers.state import ClusterRef, ClusterState
@@ -264,11 +265,11 @@ def machine_object(machine: LaunchedMachine) -> Object:
 @dataclass
 class ClusterFake(FakeProvider):
     """The fake provider's writes over the World's management informers: a Machine it adds or removes is
-    a Machine object in the store, and its cache reads are the real provider's (``capi/reads.py``) on it,
-    so the controllers that read raw Machines and those that ask the provider see one cluster."""
+    a Machine object in the store, and its cache reads are the real provider's (``capi/reads.py``,
+    ``capi/revisions.py``) on it, so a Machine or MD a test puts in the store is what the controllers see."""
 
     api: Any = None
-    reads: CachedReads | None = None
+    reads: MachineDeploymentProvider | None = None
 
     def add(self, machine: LaunchedMachine) -> LaunchedMachine:
         self.api.put(c.MACHINES, machine_object(machine))
@@ -280,9 +281,21 @@ class ClusterFake(FakeProvider):
             self.api.informers[c.MACHINES.plural].store.delete(found)
         super().remove(machine)
 
-    def _cache_reads(self) -> CachedReads:
+    def _cache_reads(self) -> MachineDeploymentProvider:
         assert self.reads is not None
         return self.reads
+
+    def machine(self, ref: MachineRef) -> LaunchedMachine | None:
+        return self._cache_reads().machine(ref)
+
+    def machines_of(self, ref: MachineDeploymentRef) -> builtins.list[LaunchedMachine]:
+        return self._cache_reads().machines_of(ref)
+
+    def machine_deployment(self, ref: MachineDeploymentRef) -> MachineDeploymentInfo | None:
+        return self._cache_reads().machine_deployment(ref)
+
+    def event_target(self, source: FlavorSource) -> Object | None:
+        return self._cache_reads().event_target(source)
 
     def unclaimed(self) -> builtins.list[LaunchedMachine]:
         return self._cache_reads().unclaimed()
@@ -302,7 +315,7 @@ def world(flavors: dict[str, str] | None = None) -> World:
     provider = ClusterFake(api=api)
     state = ClusterState(api, api, CLUSTER, clock=clock, provider=provider)  # type: ignore[arg-type]
     api.informers = {informer.resource.plural: informer for informer in state.informers}
-    provider.reads = CachedReads(state.capi)
+    provider.reads = MachineDeploymentProvider(api, state.capi)  # type: ignore[arg-type]
     made = World(clock, api, state, EventRecorder(api, clock=clock), provider)  # type: ignore[arg-type]
     made.add(article.standalone(NS, CLUSTER.name, flavors or {"md-c3-4": "c3-4"}))
     made.add([article.node_class(NODE_CLASS), article.node_pool(POOL, NODE_CLASS, "unit")])

@@ -15,7 +15,7 @@ DEDICATED = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
 
 
 def _adopt(w: World, node: str) -> Result:
-    return asyncio.run(Adoption(w.state, w.events, clock=w.clock).reconcile(node))
+    return asyncio.run(Adoption(w.state, w.provider, w.events, clock=w.clock).reconcile(node))
 
 
 def _taint_keys(w: World, node: str) -> list[str]:

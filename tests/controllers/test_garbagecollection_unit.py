@@ -69,7 +69,7 @@ def test_a_claim_whose_machine_is_being_deleted_by_someone_else_is_deleted() -> 
     name, ref = _registered(w)
     machine = _claimed_machine(w, name, ref)
     machine["metadata"]["deletionTimestamp"] = stamp(w.clock)
-    w.api.put(w.state.machines.resource, machine)
+    w.api.put(w.state.capi.machines.resource, machine)
     _run(w, name)
     assert _deleted_claims(w) == [name]
     assert w.api.reasons(name)[-1] == "MachineDeleted"

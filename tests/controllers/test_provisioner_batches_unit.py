@@ -1,4 +1,5 @@
-"""Batches after the first: the pods a plan put on an in-flight NodeClaim stay on it (issue 14)."""
+"""Batches after the first: the pods a plan put on an in-flight NodeClaim stay on it (issue 14); and what
+a batch says about a flavor source the catalog leaves out."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def test_a_later_batch_plans_only_the_pods_without_a_claim() -> None:
     first, second = asyncio.run(batches())
     assert _cpu_of(first) == ["1500m"]
     assert _cpu_of(second) == ["1800m"], "the new claim is for the new pod; small stays on its claim"
+
+
+def test_an_md_the_catalog_leaves_out_gets_the_event_on_itself_through_the_provider() -> None:
+    w = world({"md-c3-4": "c3-4", "md-bare": "c3-8"})
+    bare = w.state.machine_deployments.store.get_by_name("md-bare", "capi")
+    assert bare is not None
+    w.api.put(
+        w.state.machine_deployments.resource, {**bare, "metadata": {**bare["metadata"], "annotations": {}}}
+    )
+    w.api.put(PODS, _pending("small", "1"))
+    created = asyncio.run(Provisioner(w.state, w.events, clock=w.clock).provision())
+    assert len(created) == 1, "the other MD still provisions"
+    assert w.api.reasons("md-bare") == ["FlavorUnavailable"]
+    assert w.api.reasons("md-c3-4") == []

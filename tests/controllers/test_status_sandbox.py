@@ -161,10 +161,9 @@ def test_a_nodeclass_whose_price_table_is_missing_or_invalid_is_not_ready(sandbo
             await made.create(NODEPOOLS, _node_pool(pool_name, class_name))
             state = cluster_state(client, ns)
             events = EventRecorder(client)
-            controllers = (
-                NodePoolStatus(state, provider_of(state), events),
-                NodeClassStatus(state, provider_of(state), events, retry=0.5),
-            )
+            node_class_status = NodeClassStatus(state, provider_of(state), events)
+            node_class_status.retry = 0.5  # looks for the ConfigMap the test creates, soon
+            controllers = (NodePoolStatus(state, provider_of(state), events), node_class_status)
             async with running(state, *controllers):
                 node_class = await _wait_condition(
                     client, NODECLASSES, class_name, "Ready", "False", "PriceTableNotFound"

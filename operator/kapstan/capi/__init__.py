@@ -10,42 +10,6 @@ revisions (``revisions``, ``bootstrap``); every CAPI field it touches is read th
 import-linter contract in pyproject.toml holds the controllers to that).
 """
 
-from kapstan.capi.provider import (
-    BelowMinSize,
-    CloudProvider,
-    Conflict,
-    CreateError,
-    InsufficientCapacity,
-    LaunchBlocked,
-    LaunchedMachine,
-    LaunchRequest,
-    MachineDeploymentInfo,
-    MachineDeploymentRef,
-    MachineRef,
-    NotFound,
-    Paused,
-    ProviderError,
-    RegistrationTaint,
-    RollingOut,
-    TemplateRevision,
-)
-
-__all__ = [
-    "BelowMinSize",
-    "CloudProvider",
-    "Conflict",
-    "CreateError",
-    "InsufficientCapacity",
-    "LaunchBlocked",
-    "LaunchRequest",
-    "LaunchedMachine",
-    "MachineDeploymentInfo",
-    "MachineDeploymentRef",
-    "MachineRef",
-    "NotFound",
-    "Paused",
-    "ProviderError",
-    "RegistrationTaint",
-    "RollingOut",
-    "TemplateRevision",
-]
+# The seam's names are listed once, in ``provider.__all__``; a star import re-exports exactly those.
+from kapstan.capi.provider import *  # noqa: F403
+from kapstan.capi.provider import __all__ as __all__

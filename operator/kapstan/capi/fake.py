@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from kapstan.capi.contract import MACHINES
 from kapstan.capi.provider import (
     CloudProvider,
     LaunchedMachine,
@@ -30,6 +31,8 @@ from kapstan.capi.provider import (
     RegistrationTaint,
     TemplateRevision,
 )
+from kapstan.catalog import FlavorSource
+from kapstan.kube.client import Object
 
 Method = Literal["create", "delete", "trim", "get", "list", "ensure_registration_taint"]
 Argument = LaunchRequest | MachineRef | MachineDeploymentRef | tuple[str, str]
@@ -57,6 +60,7 @@ class FakeProvider(CloudProvider):
     """Off: created Machines have no providerID yet (the infrastructure provider sets it later)."""
     _handlers: builtins.list[Callable[[LaunchedMachine], None]] = field(default_factory=builtins.list)
     _md_handlers: builtins.list[Callable[[MachineDeploymentRef], None]] = field(default_factory=builtins.list)
+    _source_handlers: builtins.list[Callable[[], None]] = field(default_factory=builtins.list)
     _failures: defaultdict[Method, deque[ProviderError]] = field(default_factory=lambda: defaultdict(deque))
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -108,6 +112,8 @@ class FakeProvider(CloudProvider):
 
     def add(self, machine: LaunchedMachine) -> LaunchedMachine:
         """A Machine appears or changes (a manual scale-up, a providerID set late)."""
+        if not machine.event_target:
+            machine = replace(machine, event_target=_machine_object(machine.ref))
         self.machines[machine.ref] = machine
         self._clusters.setdefault(machine.ref, (machine.ref.namespace, ""))
         self._notify(machine)
@@ -130,6 +136,8 @@ class FakeProvider(CloudProvider):
         self.machine_deployments[md.ref] = md
         for handler in self._md_handlers:
             handler(md.ref)
+        for source_handler in self._source_handlers:
+            source_handler()
         return md
 
     # -- the cache reads (not recorded) ----------------------------------------------------------------
@@ -143,6 +151,16 @@ class FakeProvider(CloudProvider):
     def with_provider_id(self, provider_id: str) -> builtins.list[LaunchedMachine]:
         return self._sorted(m for m in self.machines.values() if provider_id and m.provider_id == provider_id)
 
+    def machine(self, ref: MachineRef) -> LaunchedMachine | None:
+        return self.machines.get(ref)
+
+    def machines_of(self, ref: MachineDeploymentRef) -> builtins.list[LaunchedMachine]:
+        return self._sorted(
+            m
+            for m in self.machines.values()
+            if (m.ref.namespace, m.machine_deployment) == (ref.namespace, ref.name)
+        )
+
     def on_change(self, handler: Callable[[LaunchedMachine], None]) -> None:
         self._handlers.append(handler)
 
@@ -154,6 +172,14 @@ class FakeProvider(CloudProvider):
 
     def untainted_sources(self) -> builtins.list[str]:
         return builtins.list(self.untainted)
+
+    def on_flavor_source_change(self, handler: Callable[[], None]) -> None:
+        self._source_handlers.append(handler)
+
+    def event_target(self, source: FlavorSource) -> Object | None:
+        """An MD's ``event_target``; None for a worker class (the fake keeps no Cluster)."""
+        md = self.machine_deployments.get(MachineDeploymentRef(source.namespace, source.name))
+        return md.event_target if md is not None and source.kind == "MachineDeployment" else None
 
     async def drift(self, machine: MachineRef) -> str:
         return self.drifts.get(machine, "") if machine in self.machines else ""
@@ -175,3 +201,9 @@ class FakeProvider(CloudProvider):
     @staticmethod
     def _sorted(machines: Iterable[LaunchedMachine]) -> builtins.list[LaunchedMachine]:
         return sorted(machines, key=lambda m: m.ref.name)
+
+
+def _machine_object(ref: MachineRef) -> Object:
+    """As much of a Machine as an Event's involved object needs."""
+    meta = {"name": ref.name, "namespace": ref.namespace, "uid": f"fake-{ref.namespace}-{ref.name}"}
+    return {"apiVersion": MACHINES.api_version, "kind": "Machine", "metadata": meta}

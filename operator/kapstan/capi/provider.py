@@ -19,6 +19,26 @@ from typing import Protocol
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Object
 
+__all__ = [
+    "BelowMinSize",
+    "CloudProvider",
+    "Conflict",
+    "CreateError",
+    "InsufficientCapacity",
+    "LaunchBlocked",
+    "LaunchRequest",
+    "LaunchedMachine",
+    "MachineDeploymentInfo",
+    "MachineDeploymentRef",
+    "MachineRef",
+    "NotFound",
+    "Paused",
+    "ProviderError",
+    "RegistrationTaint",
+    "RollingOut",
+    "TemplateRevision",
+]
+
 
 @dataclass(frozen=True)
 class MachineRef:
@@ -55,6 +75,12 @@ class LaunchedMachine:
     """The Machine has a deletionTimestamp (CAPI is removing it)."""
     failure: str = ""
     """Why the Machine will never become a node (``contract.machine_failure``); empty while it may."""
+    # What the Machine's object says beside its state: equality compares the state alone, so a test's
+    # hand-built value equals the provider's.
+    created: str | None = field(default=None, compare=False)
+    """``metadata.creationTimestamp`` (RFC 3339); None when unknown (the fake's own Machines)."""
+    event_target: Object = field(default_factory=dict, compare=False, repr=False)
+    """The Machine as an Event's involved object: Events about it belong on it."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +234,14 @@ class CloudProvider(Protocol):
         """The Machines whose ``spec.providerID`` is ``provider_id``, claimed or not."""
         ...
 
+    def machine(self, ref: MachineRef) -> LaunchedMachine | None:
+        """The Machine as the cache shows it now, claimed or not, deleting or not; None if it is not there."""
+        ...
+
+    def machines_of(self, ref: MachineDeploymentRef) -> builtins.list[LaunchedMachine]:
+        """Every Machine of the MD, claimed or not, including those being deleted, sorted by name."""
+        ...
+
     def on_change(self, handler: Callable[[LaunchedMachine], None]) -> None:
         """Call ``handler`` with every Machine of the Cluster that appears, changes or goes away."""
         ...
@@ -235,6 +269,18 @@ class CloudProvider(Protocol):
     def untainted_sources(self) -> builtins.list[str]:
         """Each managed MD and worker class of the Cluster whose bootstrap template lacks the
         unregistered taint, as a phrase naming it and the template (``capi/bootstrap.py``)."""
+        ...
+
+    def on_flavor_source_change(self, handler: Callable[[], None]) -> None:
+        """Call ``handler`` when an MD, bootstrap template, Cluster or ClusterClass appears or changes
+        outside its status: what ``untainted_sources`` answers may then have changed. MDs and Clusters
+        write their status every few seconds; those writes are not passed on. Nor, as the NodeClass
+        status controller has always had it, is a deletion (its event carries the same object twice)."""
+        ...
+
+    def event_target(self, source: FlavorSource) -> Object | None:
+        """The object Events about a flavor source belong on: its MD, or for a worker class the Cluster;
+        None if the cache does not have it."""
         ...
 
     async def drift(self, machine: MachineRef) -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from typing import Any
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import contract as c
 from kapstan.capi import drift
-from kapstan.capi.cache import BY_NODECLAIM, BY_PROVIDER_ID, ManagementCache
-from kapstan.capi.provider import LaunchedMachine, MachineRef
+from kapstan.capi.cache import BY_DEPLOYMENT, BY_NODECLAIM, BY_PROVIDER_ID, ManagementCache
+from kapstan.capi.provider import LaunchedMachine, MachineDeploymentRef, MachineRef
+from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Object
+from kapstan.kube.store import Event
 
 
 class CachedReads:
@@ -36,8 +39,36 @@ class CachedReads:
         found = self._cache.machines.store.by_index(BY_PROVIDER_ID, provider_id)
         return sorted((launched(m) for m in found), key=lambda m: m.ref.name)
 
+    def machine(self, ref: MachineRef) -> LaunchedMachine | None:
+        found = self._cache.machines.store.get_by_name(ref.name, ref.namespace)
+        return None if found is None else launched(found)
+
+    def machines_of(self, ref: MachineDeploymentRef) -> builtins.list[LaunchedMachine]:
+        found = self._cache.machines.store.by_index(BY_DEPLOYMENT, ref.name)
+        mine = (launched(m) for m in found if c.namespace(m) == ref.namespace)
+        return sorted(mine, key=lambda m: m.ref.name)
+
     def on_change(self, handler: Callable[[LaunchedMachine], None]) -> None:
         self._cache.machines.add_handler(lambda event: handler(launched(event.object)))
+
+    def on_flavor_source_change(self, handler: Callable[[], None]) -> None:
+        def on_event(event: Event) -> None:
+            if event.old is None or not _same_outside_status(event.old, event.object):
+                handler()
+
+        cache = self._cache
+        for informer in (
+            cache.machine_deployments,
+            cache.bootstrap_templates,
+            cache.clusters,
+            cache.cluster_classes,
+        ):
+            informer.add_handler(on_event)
+
+    def event_target(self, source: FlavorSource) -> Object | None:
+        if source.kind == "MachineDeployment":
+            return self._cache.machine_deployments.store.get_by_name(source.name, source.namespace)
+        return self._cache.clusters.store.get_by_name(source.cluster, source.namespace)
 
     async def drift(self, machine: MachineRef) -> str:
         found = self._cache.machines.store.get_by_name(machine.name, machine.namespace)
@@ -70,4 +101,14 @@ def launched(machine: Object) -> LaunchedMachine:
         deleting=deleting(machine),
         being_deleted=c.being_deleted(machine),
         failure=c.machine_failure(machine),
+        created=machine.get("metadata", {}).get("creationTimestamp"),
+        event_target=machine,
     )
+
+
+def _same_outside_status(old: Object, new: Object) -> bool:
+    def relevant(obj: Object) -> tuple[Any, ...]:
+        meta = obj.get("metadata", {})
+        return meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), obj.get("spec")
+
+    return relevant(old) == relevant(new)

@@ -84,7 +84,7 @@ class Manager:
         )
         terminator = Terminator(self.state, self.provider, self.events, clock=clock)
         self.nodeclaims = NodeClaimController(self.state, self.provider, lifecycle, terminator, clock=clock)
-        self.adoption = Adoption(self.state, self.events, clock=clock)
+        self.adoption = Adoption(self.state, self.provider, self.events, clock=clock)
         # Machine Events belong with the Machines, in the management cluster.
         self.strays = StrayMachines(
             self.state, self.provider, EventRecorder(management, "kapstan", clock=clock), clock=clock

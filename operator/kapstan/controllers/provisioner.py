@@ -277,10 +277,7 @@ class Provisioner:
     async def _report_source(self, source: FlavorSource, error: ManifestError) -> None:
         """An Event on the MD (or, for a worker class, the Cluster) that the catalog had to leave out."""
         log.warning("flavor source left out of the catalog: %s", error)
-        if source.kind == "MachineDeployment":
-            obj = self.state.machine_deployments.store.get_by_name(source.name, source.namespace)
-        else:
-            obj = self.state.clusters.store.get_by_name(source.cluster, source.namespace)
+        obj = self.state.provider.event_target(source)
         if obj is not None:
             await self.events.emit(obj, "Warning", "FlavorUnavailable", str(error))
 

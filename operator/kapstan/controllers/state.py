@@ -148,10 +148,8 @@ class ClusterState:
         self.node_classes = informer(workload, NODECLASSES)
         self.capi = ManagementCache(management, cluster.namespace, cluster.name, clock=clock)
         """The management side's informers; Machines are read through the provider, which is given these."""
+        # The catalog's sources, which ``gather`` parses into flavors; Machines are the provider's alone.
         self.machine_deployments = self.capi.machine_deployments
-        self.machines = self.capi.machines
-        """Read raw only by the stray-Machine controllers (``nodeclaim/adoption.py``), which predate the
-        provider's reads; everything else asks ``provider``."""
         self.clusters = self.capi.clusters
         self.cluster_classes = self.capi.cluster_classes
         self.bootstrap_templates = self.capi.bootstrap_templates

@@ -37,16 +37,14 @@ from kapstan.api.wellknown import (
     UNREGISTERED_TAINT_TEXT,
     VALIDATION_SUCCEEDED,
 )
-from kapstan.capi.provider import CloudProvider
 from kapstan.catalog import node_class_settings
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.cluster import StateNode
+from kapstan.controllers.reconciler import Reconciler
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
-from kapstan.kube.clock import SYSTEM_CLOCK, Clock
-from kapstan.kube.controller import Controller, Result
+from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
-from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
 from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
@@ -61,27 +59,15 @@ PRICE_TABLE_RETRY = 15.0
 """Seconds between looks for a price table ConfigMap that is missing, so creating it is noticed soon."""
 
 
-class NodePoolStatus:
+class NodePoolStatus(Reconciler):
     """Writes ``status.resources`` and the NodeClassReady, ValidationSucceeded and Ready conditions."""
 
-    def __init__(
-        self,
-        state: ClusterState,
-        provider: CloudProvider,
-        events: EventRecorder,
-        *,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self.state = state
-        self.events = events
-        self.cluster = state.view
-        self.controller = Controller("nodepool-status", self.reconcile, clock=clock)
-        state.node_pools.add_handler(self.controller.enqueue)
-        state.node_claims.add_handler(self._on_claim)
-        state.node_classes.add_handler(self._on_node_class)
+    name = "nodepool-status"
 
-    async def run(self) -> None:
-        await self.controller.run()
+    def watch(self) -> None:
+        self.state.node_pools.add_handler(self.controller.enqueue)
+        self.state.node_claims.add_handler(self._on_claim)
+        self.state.node_classes.add_handler(self._on_node_class)
 
     def _on_claim(self, event: Event) -> None:
         for claim in (event.object, event.old):
@@ -168,42 +154,21 @@ class NodePoolStatus:
             await self.events.emit(pool, "Warning", after["reason"], after["message"])
 
 
-class NodeClassStatus:
+class NodeClassStatus(Reconciler):
     """Writes the Ready and UnregisteredTaint conditions of every ClusterAPINodeClass."""
 
-    def __init__(
-        self,
-        state: ClusterState,
-        provider: CloudProvider,
-        events: EventRecorder,
-        *,
-        recheck: float = PRICE_TABLE_RECHECK,
-        retry: float = PRICE_TABLE_RETRY,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self.state = state
-        self.provider = provider
-        self.events = events
-        self.recheck = recheck
-        self.retry = retry
-        self.controller = Controller("nodeclass-status", self.reconcile, clock=clock)
-        state.node_classes.add_handler(self.controller.enqueue)
-        # Whether the templates carry the taint depends on all of these.
-        for informer in (
-            state.machine_deployments,
-            state.bootstrap_templates,
-            state.clusters,
-            state.cluster_classes,
-        ):
-            informer.add_handler(self._on_flavor_source)
+    name = "nodeclass-status"
+    recheck = PRICE_TABLE_RECHECK
+    """Seconds between looks at a price table that is there."""
+    retry = PRICE_TABLE_RETRY
+    """Seconds between looks at a price table that is missing or invalid."""
 
-    async def run(self) -> None:
-        await self.controller.run()
+    def watch(self) -> None:
+        self.state.node_classes.add_handler(self.controller.enqueue)
+        # Whether the templates carry the taint depends on the MDs, templates, Clusters and ClusterClasses.
+        self.provider.on_flavor_source_change(self._requeue_all)
 
-    def _on_flavor_source(self, event: Event) -> None:
-        # MDs and Clusters change status every few seconds; only their metadata and spec matter here.
-        if event.old is not None and _same_outside_status(event.old, event.object):
-            return
+    def _requeue_all(self) -> None:
         for node_class in self.state.node_classes.store.objects():
             self.controller.queue.add(Meta.of(node_class).name)
 
@@ -268,14 +233,6 @@ class NodeClassStatus:
                     },
                 )
                 await self.events.emit(node_class, "Warning", after["reason"], after["message"])
-
-
-def _same_outside_status(old: Object, new: Object) -> bool:
-    def relevant(obj: Object) -> tuple[Any, ...]:
-        meta = obj.get("metadata", {})
-        return meta.get("labels"), meta.get("annotations"), meta.get("deletionTimestamp"), obj.get("spec")
-
-    return relevant(old) == relevant(new)
 
 
 def _resources(claims: list[StateNode]) -> dict[str, str]:

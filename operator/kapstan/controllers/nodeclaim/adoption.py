@@ -14,21 +14,26 @@ from __future__ import annotations
 
 import logging
 
-from kapstan.api.wellknown import LAUNCHED, NODECLAIM_ANNOTATION, UNREGISTERED_TAINT_KEY
-from kapstan.capi import contract as c
-from kapstan.capi.cache import BY_DEPLOYMENT
-from kapstan.capi.provider import BelowMinSize, CloudProvider, MachineRef, Paused, RollingOut
-from kapstan.catalog.annotations import is_managed
+from kapstan.api.wellknown import LAUNCHED, UNREGISTERED_TAINT_KEY
+from kapstan.capi.provider import (
+    BelowMinSize,
+    CloudProvider,
+    LaunchedMachine,
+    MachineDeploymentRef,
+    MachineRef,
+    Paused,
+    RollingOut,
+)
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.pods import drained
+from kapstan.controllers.reconciler import Reconciler
 from kapstan.controllers.state import NODE_NAME, PROVIDER_ID, ClusterState
+from kapstan.controllers.taints import taints_of
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
-from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
-from kapstan.kube.store import Event
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +41,17 @@ GRACE = 60.0
 """Seconds a Node without a Machine is given for CAPI to record its providerID on one."""
 
 
-class Adoption:
-    def __init__(self, state: ClusterState, events: EventRecorder, *, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.state = state
-        self.events = events
-        self.clock = clock
-        self.cluster = state.view
-        self.controller = Controller("adoption", self.reconcile, clock=clock)
-        state.nodes.add_handler(self.controller.enqueue)
+class Adoption(Reconciler):
+    name = "adoption"
 
-    async def run(self) -> None:
-        await self.controller.run()
+    def watch(self) -> None:
+        self.state.nodes.add_handler(self.controller.enqueue)
 
     async def reconcile(self, key: str) -> Result:
         node = self.state.nodes.store.get(key)
         if node is None:
             return Result()
-        taints = node.get("spec", {}).get("taints") or []
+        taints = taints_of(node)
         if not any(t.get("key") == UNREGISTERED_TAINT_KEY for t in taints):
             return Result()
         entry = self.cluster.of_node(node)
@@ -84,7 +83,7 @@ STRAY_RECHECK = 15.0
 """Seconds between looks at a stray while a NodeClaim is waiting to launch (it may take the Machine)."""
 
 
-class StrayMachines:
+class StrayMachines(Reconciler):
     """Machines of managed MDs that no NodeClaim owns are removed exactly (docs/architecture.md#strays).
 
     They come from replicas someone added by hand, from a MachineSet replacing a Machine deleted out of
@@ -97,30 +96,17 @@ class StrayMachines:
     size keeps it (its Node is adopted); a paused or rolling-out MD is asked again later.
     """
 
-    def __init__(
-        self,
-        state: ClusterState,
-        provider: CloudProvider,
-        events: EventRecorder,
-        *,
-        clock: Clock = SYSTEM_CLOCK,
-    ) -> None:
-        self.state = state
-        self.provider = provider
-        self.events = events
-        self.clock = clock
-        self.cluster = state.view
-        self.controller = Controller("strays", self.reconcile, clock=clock)
-        state.machines.add_handler(self.controller.enqueue)
+    name = "strays"
 
-    async def run(self) -> None:
-        await self.controller.run()
+    def watch(self) -> None:
+        self.provider.on_change(lambda machine: self.controller.queue.add(_key(machine.ref)))
 
     async def reconcile(self, key: str) -> Result:
-        machine = self.state.machines.store.get(key)
+        namespace, _, name = key.partition("/")
+        machine = self.provider.machine(MachineRef(namespace, name))
         if machine is None or not self._stray(machine):
             return Result()
-        age = cond.age_seconds(Meta.of(machine).created, self.clock.wall())
+        age = cond.age_seconds(machine.created, self.clock.wall())
         if age < STRAY_GRACE:
             return Result(requeue_after=STRAY_GRACE - age)
         if any(self.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
@@ -129,10 +115,9 @@ class StrayMachines:
             # Pods landed on it (its Node was adopted, untainted): removing it would evict them for no
             # plan of ours. It is removed once they are gone.
             return Result(requeue_after=STRAY_GRACE)
-        ref = MachineRef(c.namespace(machine), c.name(machine))
-        owner = c.annotations_of(machine).get(NODECLAIM_ANNOTATION, "")
+        owner = machine.nodeclaim
         try:
-            await self.provider.delete(ref, claimed_by=owner)
+            await self.provider.delete(machine.ref, claimed_by=owner)
         except BelowMinSize as error:
             log.info("kept stray machine", extra={"machine": key, "reason": str(error)})
             return Result()
@@ -141,7 +126,7 @@ class StrayMachines:
             return Result(requeue_after=STRAY_RECHECK)
         log.info("removed stray machine", extra={"machine": key, "claimed_by": owner or None})
         await self.events.emit(
-            machine,
+            machine.event_target,
             "Normal",
             "StrayMachineRemoved",
             f"no NodeClaim owns this Machine ({'claim ' + owner + ' is gone' if owner else 'never claimed'}): "
@@ -149,22 +134,20 @@ class StrayMachines:
         )
         return Result()
 
-    def _stray(self, machine: Object) -> bool:
+    def _stray(self, machine: LaunchedMachine) -> bool:
         """Unclaimed (or claimed by a NodeClaim that no longer exists), not deleting, in a managed MD."""
-        annotations = c.annotations_of(machine)
-        if c.being_deleted(machine) or c.DELETE_MACHINE_ANNOTATION in annotations:
+        if machine.deleting:
             return False
-        owner = annotations.get(NODECLAIM_ANNOTATION, "")
-        if owner and self.state.node_claims.store.get(owner) is not None:
+        if machine.nodeclaim and self.state.node_claims.store.get(machine.nodeclaim) is not None:
             return False
-        md = self.state.machine_deployments.store.get_by_name(
-            c.labels_of(machine).get(c.DEPLOYMENT_NAME_LABEL, ""), c.namespace(machine)
+        md = self.provider.machine_deployment(
+            MachineDeploymentRef(machine.ref.namespace, machine.machine_deployment)
         )
-        return md is not None and is_managed(c.labels_of(md), c.annotations_of(md))
+        return md is not None and md.managed
 
-    def _runs_workload(self, machine: Object) -> bool:
+    def _runs_workload(self, machine: LaunchedMachine) -> bool:
         """Whether the Machine's Node runs pods a drain would move (not DaemonSet or static pods)."""
-        provider_id = c.provider_id(machine)
+        provider_id = machine.provider_id
         nodes = self.state.nodes.store.by_index(PROVIDER_ID, provider_id) if provider_id else []
         return any(
             drained(pod)
@@ -191,20 +174,21 @@ class LeakedReplicas:
         self._gap_since: dict[str, float] = {}
         """MD key to when its replicas were first seen above its Machines, while they stay so."""
         self.controller = Controller("leaked-replicas", self.reconcile, clock=clock)
-        state.machine_deployments.add_handler(self.controller.enqueue)
-        state.machines.add_handler(self._on_machine)
+        provider.on_machine_deployment_change(lambda ref: self.controller.queue.add(str(ref)))
+        provider.on_change(self._on_machine)
 
     async def run(self) -> None:
         await self.controller.run()
 
-    def _on_machine(self, event: Event) -> None:
-        md = c.labels_of(event.object).get(c.DEPLOYMENT_NAME_LABEL)
-        if md:
-            self.controller.queue.add(f"{c.namespace(event.object)}/{md}")
+    def _on_machine(self, machine: LaunchedMachine) -> None:
+        if machine.machine_deployment:
+            self.controller.queue.add(f"{machine.ref.namespace}/{machine.machine_deployment}")
 
     async def reconcile(self, key: str) -> Result:
-        md = self.state.machine_deployments.store.get(key)
-        if md is None or not is_managed(c.labels_of(md), c.annotations_of(md)) or not self._gap(md):
+        namespace, _, name = key.partition("/")
+        ref = MachineDeploymentRef(namespace, name)
+        md = self.provider.machine_deployment(ref)
+        if md is None or not md.managed or not self._gap(ref, md.replicas):
             self._gap_since.pop(key, None)
             return Result()
         since = self._gap_since.setdefault(key, self.clock.now())
@@ -214,7 +198,7 @@ class LeakedReplicas:
         if any(StrayMachines.waiting_to_launch(claim) for claim in self.state.node_claims.store.objects()):
             return Result(requeue_after=STRAY_RECHECK)
         try:
-            taken = await self.provider.trim(c.namespace(md), c.name(md))
+            taken = await self.provider.trim(namespace, name)
         except (Paused, RollingOut) as error:
             log.info("leaked replicas kept for now", extra={"machinedeployment": key, "reason": str(error)})
             return Result(requeue_after=STRAY_RECHECK)
@@ -223,13 +207,10 @@ class LeakedReplicas:
             log.info("took back leaked replicas", extra={"machinedeployment": key, "replicas": taken})
         return Result()
 
-    def _gap(self, md: Object) -> bool:
-        machines = self.state.machines.store.by_index(BY_DEPLOYMENT, c.name(md))
-        live = sum(
-            1
-            for m in machines
-            if c.namespace(m) == c.namespace(md)
-            and not c.being_deleted(m)
-            and c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(m)
-        )
-        return c.replicas(md) > live
+    def _gap(self, ref: MachineDeploymentRef, replicas: int) -> bool:
+        live = sum(1 for machine in self.provider.machines_of(ref) if not machine.deleting)
+        return replicas > live
+
+
+def _key(ref: MachineRef) -> str:
+    return f"{ref.namespace}/{ref.name}"
