@@ -90,3 +90,17 @@ def test_the_termination_grace_period_is_read_on_the_injected_clock() -> None:
     _terminate(w, name)
     assert w.state.pods.store.get_by_name("web", "default") is None  # deleted, budget or not
     assert "TerminationGracePeriodExpired" in w.api.reasons("web")
+
+
+def test_the_node_is_never_deleted_by_kapstan_only_its_machine() -> None:
+    # Deleting a Node before its Machine makes a MachineHealthCheck remediate the Machine a second time;
+    # CAPI removes the Node with its Machine.
+    w = world()
+    name = _deleting_claim_on_a_node(w)["metadata"]["name"]
+    _terminate(w, name)
+    _terminate(w, name)
+    w.provider.remove(MachineRef("capi", "md-c3-4-m"))
+    assert _terminate(w, name) == Result()
+    assert w.state.node_claims.store.get(name) is None
+    assert w.api.writes_of("delete", "nodes") == []
+    assert w.state.nodes.store.get("node-a") is not None  # left for CAPI, which deletes it with the Machine

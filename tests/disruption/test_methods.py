@@ -139,3 +139,19 @@ def test_a_replace_by_the_same_flavors_is_refused_whatever_it_saves(engine: str)
     node = _node("n0", C4, make_pod("web-0", 3, GB))
     snap = snapshot([], (C4, C8), (make_nodepool("pool"),), nodes=(node,))
     assert choose(_observed([_candidate(node, 0.5)], snap), _solver(engine), MinSaving(), 10.0) is None
+
+
+def test_a_pool_whose_nodes_are_too_unhealthy_is_left_alone(engine: str) -> None:
+    snap, candidates = _half_used()
+    sick = {
+        "pool": "2 of 4 Nodes not Ready (n0, n1), more than 20%: consolidation, drift and expiration halted"
+    }
+    drifted = {candidates[2].claim: "NodePoolDrifted"}
+    assert (
+        choose(_observed(candidates, snap, drifted=drifted), _solver(engine), MinSaving(), 10.0) is not None
+    )
+    halted = _observed(candidates, snap, drifted=drifted, unhealthy=sick)
+    assert choose(halted, _solver(engine), MinSaving(), 10.0) is None
+    reason, decision = choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) or ("", None)
+    assert decision is not None
+    assert recheck(halted, reason, decision, _solver(engine), MinSaving()) is None

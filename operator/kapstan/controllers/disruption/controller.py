@@ -1,6 +1,7 @@
 """The disruption loop: every 10 s (sooner when a command in flight moves), at most one decision.
 
-Order of methods, as in Karpenter: expiration first and apart (forceful: no budgets, no replacement
+A NodePool whose Nodes are too unhealthy (``health.py``) is left alone by all of it, and its
+``NodesHealthy`` condition says why. Order of methods, as in Karpenter: expiration first and apart (forceful: no budgets, no replacement
 wait), then emptiness, drift, multi-node and single-node consolidation, each within the NodePool's
 budgets and skipping nodes that a ``do-not-disrupt`` annotation or a PodDisruptionBudget protects.
 
@@ -25,15 +26,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kapstan import scheduling
-from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
+from kapstan.api.wellknown import (
+    DISRUPTION_COMMAND_ANNOTATION,
+    DISRUPTION_REPLACEMENT_ANNOTATION,
+    NODES_HEALTHY,
+)
 from kapstan.capi.provider import CloudProvider
+from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption import budgets as b
 from kapstan.controllers.disruption.consolidation import Decision, MinSaving
 from kapstan.controllers.disruption.expire import expire
+from kapstan.controllers.disruption.health import PoolHealth, halted_pools
 from kapstan.controllers.disruption.methods import BUDGET_REASON, blocked_by_budgets, choose, recheck
 from kapstan.controllers.disruption.observe import Observer, Pools
 from kapstan.controllers.disruption.orchestrate import Orchestrator, recorded_commands
 from kapstan.controllers.disruption.writes import ClaimWrites
+from kapstan.controllers.poolconditions import set_pool_condition
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.events import EventRecorder
@@ -132,7 +140,9 @@ class Disruption:
         self.writes.forget_gone(claims)
         mine = self.observer.mine()
         await self.observer.record_pod_events(mine)
-        await expire(mine, pools, now, self.writes, self.events)
+        health = self.observer.health()
+        await self._report_health(pools, health)
+        await expire(mine, pools, now, self.writes, self.events, halted=halted_pools(health))
         commands = recorded_commands(claims)
         await self.orchestrator.release_replacements(claims, commands)
         if commands:
@@ -153,6 +163,18 @@ class Disruption:
             return False
         await self.orchestrator.execute(reason, confirmed[1], self.observer.pools())
         return True
+
+    async def _report_health(self, pools: Pools, health: dict[str, PoolHealth]) -> None:
+        """Keep each pool's ``NodesHealthy`` condition in step; an Event when the brakes come on."""
+        for name, pool in pools.raw.items():
+            found = health.get(name)
+            halted = found is not None and found.halted
+            message = found.message if found is not None and found.not_ready else ""
+            before = cond.find(pool, NODES_HEALTHY) or {}
+            if halted and before.get("status") != cond.FALSE:
+                await self.events.emit(pool, "Warning", "DisruptionHalted", message)
+            status, reason = (cond.FALSE, "UnhealthyNodes") if halted else (cond.TRUE, NODES_HEALTHY)
+            await set_pool_condition(self.state, name, NODES_HEALTHY, status, reason, message, self.wall())
 
     async def _report_invalid_budgets(self, pools: Pools) -> None:
         for name, model in pools.models.items():

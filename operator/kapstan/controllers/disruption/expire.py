@@ -1,9 +1,10 @@
 """Expiration: a claim older than its ``expireAfter`` is deleted, forcefully and apart from the other
-methods (no budgets, no replacement wait), as Karpenter does."""
+methods (no budgets, no replacement wait), as Karpenter does; only the brakes (``health.py``) hold it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 
 from kapstan.api.duration import parse_nillable_duration
@@ -19,12 +20,19 @@ log = logging.getLogger(__name__)
 
 
 async def expire(
-    mine: list[StateNode], pools: Pools, now: datetime, writes: ClaimWrites, events: EventRecorder
+    mine: list[StateNode],
+    pools: Pools,
+    now: datetime,
+    writes: ClaimWrites,
+    events: EventRecorder,
+    *,
+    halted: Mapping[str, str],
 ) -> None:
-    """Delete every claim of ``mine`` that has expired at ``now``, whatever the budgets say."""
+    """Delete every claim of ``mine`` that has expired at ``now``, whatever the budgets say, except in
+    the ``halted`` pools (too many Nodes not Ready: an expired node there waits for them to recover)."""
     for entry in mine:
         claim, name, pool = entry.claim, entry.name, entry.pool
-        if claim is None or writes.going(claim):
+        if claim is None or writes.going(claim) or pool in halted:
             continue
         model = pools.models.get(pool)
         text = claim.get("spec", {}).get("expireAfter")

@@ -5,8 +5,8 @@ then drift (one drifted node at a time, replaced even without a saving), then mu
 consolidation (only in ``WhenEmptyOrUnderutilized`` pools, only consolidatable nodes). Nodes something
 protects (``do-not-disrupt``, a PodDisruptionBudget) are never chosen. ``recheck`` runs the same rules
 on fresh observations for the command chosen before the validation delay. A NodePool that is still
-provisioning (a NodeClaim not Initialized) is left alone, and a replace must save ``MinSaving`` and
-launch other flavors than it removes.
+provisioning (a NodeClaim not Initialized) or whose Nodes are too unhealthy (``health.py``) is left
+alone, and a replace must save ``MinSaving`` and launch other flavors than it removes.
 
 The controller observes the cluster into ``Observed`` and calls these in a thread; nothing here reads
 the API or the clock.
@@ -65,6 +65,13 @@ class Observed:
     disruption there until it is done (Karpenter's rule), or consolidation would act on a fleet that is
     still growing, remove nodes the pending pods are about to fill and evict pods for a plan that the
     next batch changes."""
+    unhealthy: Mapping[str, str] = field(default_factory=dict)
+    """NodePool to why too many of its Nodes are not Ready (``health.py``): no voluntary disruption
+    there until they recover."""
+
+    def halted(self, pool: str) -> str:
+        """Why no voluntary disruption may touch ``pool`` now (empty when it may)."""
+        return self.provisioning.get(pool) or self.unhealthy.get(pool, "")
 
     def allowed(self, pool: str, reason: str) -> int:
         return b.allowed(
@@ -81,7 +88,7 @@ def choose(
 ) -> tuple[str, Decision] | None:
     """The command worth running now, with its reason, or None."""
     free = sorted(
-        (c for c in seen.candidates if not c.blocked and c.pool not in seen.provisioning),
+        (c for c in seen.candidates if not c.blocked and not seen.halted(c.pool)),
         key=lambda c: (c.created, c.claim),
     )
     empties: list[Candidate] = []
@@ -146,7 +153,7 @@ def recheck(
     holds."""
     by_name = {c.claim: c for c in seen.candidates}
     fresh = [by_name.get(c.claim) for c in before.candidates]
-    chosen = [c for c in fresh if c is not None and not c.blocked and c.pool not in seen.provisioning]
+    chosen = [c for c in fresh if c is not None and not c.blocked and not seen.halted(c.pool)]
     if len(chosen) != len(before.candidates):
         return None
     per_pool: dict[str, int] = {}

@@ -29,6 +29,7 @@ from kapstan.controllers import conditions as cond
 from kapstan.controllers.cluster import StateNode
 from kapstan.controllers.disruption import drift as d
 from kapstan.controllers.disruption.candidates import Candidate, candidate, price_of
+from kapstan.controllers.disruption.health import PoolHealth, halted_pools, pool_health
 from kapstan.controllers.disruption.methods import Observed
 from kapstan.controllers.memo import StoreDigest, StoreMemo
 from kapstan.controllers.pods import pod_key, reschedulable
@@ -138,7 +139,12 @@ class Observer:
             snapshot=snapshot,
             now=now,
             provisioning=self._provisioning(),
+            unhealthy=halted_pools(self.health()),
         )
+
+    def health(self) -> dict[str, PoolHealth]:
+        """NodePool to how many of its Nodes are not Ready (``health.py``)."""
+        return pool_health(self.cluster.nodes().claimed)
 
     def _provisioning(self) -> dict[str, str]:
         """NodePool to the first of its live NodeClaims that is not Initialized yet."""

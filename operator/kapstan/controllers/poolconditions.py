@@ -1,0 +1,54 @@
+"""One NodePool condition written by a controller other than the NodePool status controller.
+
+The lifecycle (``NodeRegistrationHealthy``, ``OfferingsAvailable``) and the disruption loop
+(``NodesHealthy``) each own one condition of a pool whose other conditions the status controller writes.
+So the write reads the pool, sets that one condition, and patches conditional on the version read,
+retried on a conflict; nothing is written when the cached pool already says the same.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.state import ClusterState
+from kapstan.kube.errors import ApiError
+from kapstan.kube.kinds import NODEPOOLS
+from kapstan.kube.meta import Meta
+
+ATTEMPTS = 3
+
+
+async def set_pool_condition(
+    state: ClusterState,
+    pool_name: str,
+    kind: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> None:
+    """Set condition ``kind`` of NodePool ``pool_name``; a pool that is gone is left alone."""
+    cached = state.node_pools.store.get(pool_name)
+    existing = cond.find(cached, kind) if cached else None
+    said = (existing.get("status"), existing.get("reason"), existing.get("message", "")) if existing else None
+    if cached is None or said == (status, reason, message):
+        return
+    for _ in range(ATTEMPTS):
+        try:
+            pool = await state.workload.get(NODEPOOLS, pool_name)
+        except ApiError as error:
+            if error.not_found:
+                return
+            raise
+        meta = Meta.of(pool)
+        conditions = cond.with_condition(
+            cond.conditions_of(pool), kind, status, reason, message, meta.generation, now=now
+        )
+        patch = {"metadata": {"resourceVersion": meta.resource_version}, "status": {"conditions": conditions}}
+        try:
+            await state.workload.patch(NODEPOOLS, pool_name, patch, subresource="status")
+            return
+        except ApiError as error:
+            if not error.conflict:
+                raise
