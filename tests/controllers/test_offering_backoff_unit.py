@@ -6,6 +6,7 @@ offering meanwhile, a launch falls back past it, at most one launch tries it per
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from builders import article_flavors, make_pod, snapshot
 from controllers.fake_cluster import POOL, World, world
@@ -91,7 +92,11 @@ def test_a_registration_timeout_backs_the_offering_off_and_says_so() -> None:
     assert pool is not None
     available = cond.find(pool, OFFERINGS_AVAILABLE)
     assert available is not None and available["status"] == cond.FALSE
-    assert "c3-4/" + DEFAULT_ZONE + "/on-demand backed off for 60s more" in available["message"]
+    until = (w.clock.wall() + timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert available["message"].startswith(
+        f"c3-4/{DEFAULT_ZONE}/on-demand backed off until {until} after 1 failed launch(es): "
+        "RegistrationTimeout: no Node registered within 900s"
+    )
     assert w.api.reasons(POOL) == ["OfferingBackedOff"]
     gauge = metrics.REGISTRY.get_sample_value(
         "karpenter_cloudprovider_instance_type_offering_available",

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import CloudProvider
+from kapstan.controllers import offering_records
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.nodeclaim import (
     Adoption,
@@ -125,7 +126,8 @@ class Manager:
     async def lead(self) -> None:
         log.info("leading", extra={"identity": self.options.identity})
         await self.state.wait_synced()
-        log.info("caches synced; starting controllers")
+        restored = offering_records.restore(self.state)
+        log.info("caches synced; starting controllers", extra={"offerings_backed_off": restored})
         await asyncio.gather(
             self.provisioner.run(),
             self.nodeclaims.run(),

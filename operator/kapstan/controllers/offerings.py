@@ -7,13 +7,16 @@ doubles with each failure in a row up to thirty minutes; a launch that registers
 Unavailable is what the snapshot already says of offerings nobody sells (``Offering.available``), so both
 engines plan the pods onto the next-cheapest compatible offering without knowing why. When the window is
 over, one launch may try the offering again; until that launch registers or fails, the offering stays
-unavailable, so a failing offering gets at most one launch per window instead of a storm.
+unavailable, so a failing offering gets at most one launch per window instead of a storm. The backoff
+lives in memory and is recorded in the NodePool's status (``offering_records.py``), so a new leader goes
+on with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.scheduling.model import InstanceType, Snapshot
@@ -23,6 +26,16 @@ OfferingKey = tuple[str, str, str]
 
 INITIAL = 60.0
 MAXIMUM = 1800.0
+
+
+@dataclass(frozen=True)
+class BackoffRecord:
+    """A backed-off offering as it is kept across leaders (``offering_records.py``)."""
+
+    failures: int
+    until: datetime
+    """When its window ends, on the wall clock."""
+    reason: str
 
 
 @dataclass
@@ -53,6 +66,23 @@ class OfferingBackoff:
         window = float(min(self._initial * 2 ** (failures - 1), self._maximum))
         self._failing[offering] = _Failing(failures, self._clock.now() + window, reason)
         return window
+
+    def record(self, offering: OfferingKey) -> BackoffRecord | None:
+        """What a new leader needs to go on backing ``offering`` off, with its window's end on the wall
+        clock (the monotonic clock means nothing to another process); None when it is not failing."""
+        failing = self._failing.get(offering)
+        if failing is None:
+            return None
+        until = self._clock.wall() + timedelta(seconds=failing.until - self._clock.now())
+        return BackoffRecord(failing.failures, until.replace(microsecond=0), failing.reason)
+
+    def restore(self, offering: OfferingKey, record: BackoffRecord) -> None:
+        """Take over a backoff a previous leader recorded, unless this one knows of more failures."""
+        known = self._failing.get(offering)
+        if known is not None and known.failures >= record.failures:
+            return
+        left = (record.until - self._clock.wall()).total_seconds()
+        self._failing[offering] = _Failing(record.failures, self._clock.now() + left, record.reason)
 
     def succeeded(self, offering: OfferingKey) -> bool:
         """A launch of ``offering`` registered its Node: it is available again. True if it was backed off."""

@@ -6,6 +6,7 @@ liveness controller does, so pods get a fresh decision instead of waiting on a n
 A launch that failed for the offering's sake (timeouts, a failed Machine, a full MD) also backs the
 offering off (``controllers/offerings.py``): the NodePool's ``OfferingsAvailable`` condition, an Event and
 ``karpenter_cloudprovider_instance_type_offering_available`` say so, and a launch that registers clears it.
+That condition records each backoff's failures and end (``offering_records.py``), for the next leader.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from kapstan.api.wellknown import (
     REGISTRATION_HEALTHY,
 )
 from kapstan.controllers import conditions as cond
+from kapstan.controllers import offering_records
 from kapstan.controllers.offerings import OfferingKey
+from kapstan.controllers.poolconditions import set_pool_condition
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
 from kapstan.kube.controller import Result
-from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
-from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
+from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
@@ -93,23 +95,26 @@ class Steps:
         pool = self._pool(claim)
         if pool is not None:
             await self.events.emit(pool, "Warning", "OfferingBackedOff", text)
-        await self._offerings_condition(claim)
+        await self._offerings_condition([Meta.of(claim).labels.get(NODEPOOL, "")])
 
     async def offering_succeeded(self, claim: Object) -> None:
         """A launch of the claim's offering registered: available again if it was backed off."""
         offering = self.state.view.of_claim(claim).offering
+        recording = [Meta.of(pool).name for pool in offering_records.pools_recording(self.state, offering)]
         if self.state.backoff.succeeded(offering):
             instance_type, zone, capacity_type = offering
             metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(1)
-            await self._offerings_condition(claim)
+            await self._offerings_condition([Meta.of(claim).labels.get(NODEPOOL, ""), *recording])
 
-    async def _offerings_condition(self, claim: Object) -> None:
-        blocked = self.state.backoff.unavailable()
-        if blocked:
-            message = "; ".join(blocked.values())
-            await self.pool_condition(claim, cond.FALSE, "OfferingsBackedOff", message, OFFERINGS_AVAILABLE)
-        else:
-            await self.pool_condition(claim, cond.TRUE, OFFERINGS_AVAILABLE, "", OFFERINGS_AVAILABLE)
+    async def _offerings_condition(self, pools: list[str]) -> None:
+        """Write the backoff as it is now into ``pools``' ``OfferingsAvailable`` condition, where a new
+        leader reads it back (``offering_records.py``)."""
+        text = offering_records.message(self.state.backoff)
+        status, reason = (cond.FALSE, "OfferingsBackedOff") if text else (cond.TRUE, OFFERINGS_AVAILABLE)
+        for pool in dict.fromkeys(pools):
+            await set_pool_condition(
+                self.state, pool, OFFERINGS_AVAILABLE, status, reason, text, self.clock.wall()
+            )
 
     def _pool(self, claim: Object) -> Object | None:
         return self.state.node_pools.store.get(Meta.of(claim).labels.get(NODEPOOL, ""))
@@ -118,42 +123,6 @@ class Steps:
         self, claim: Object, status: str, reason: str, message: str, kind: str = REGISTRATION_HEALTHY
     ) -> None:
         """Set a condition the lifecycle owns on the claim's NodePool (NodeRegistrationHealthy unless
-        ``kind`` says). The status controller writes the pool's other conditions, so this write is
-        conditional on the version read and retried on a conflict."""
+        ``kind`` says)."""
         pool_name = Meta.of(claim).labels.get(NODEPOOL, "")
-        cached = self.state.node_pools.store.get(pool_name)
-        existing = cond.find(cached, kind) if cached else None
-        said = (
-            (existing.get("status"), existing.get("reason"), existing.get("message", ""))
-            if existing
-            else None
-        )
-        if cached is None or said == (status, reason, message):
-            return
-        for _ in range(3):
-            try:
-                pool = await self.state.workload.get(NODEPOOLS, pool_name)
-            except ApiError as error:
-                if error.not_found:
-                    return
-                raise
-            meta = Meta.of(pool)
-            conditions = cond.with_condition(
-                cond.conditions_of(pool),
-                kind,
-                status,
-                reason,
-                message,
-                meta.generation,
-                now=self.clock.wall(),
-            )
-            patch = {
-                "metadata": {"resourceVersion": meta.resource_version},
-                "status": {"conditions": conditions},
-            }
-            try:
-                await self.state.workload.patch(NODEPOOLS, pool_name, patch, subresource="status")
-                return
-            except ApiError as error:
-                if not error.conflict:
-                    raise
+        await set_pool_condition(self.state, pool_name, kind, status, reason, message, self.clock.wall())
