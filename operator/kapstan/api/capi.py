@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import Field
 
-from kapstan.api.core import LabelSelector, Taint
 from kapstan.api.meta import KubeModel, KubeObject, TemplateMeta
+from kapstan.api.placement import LabelSelector, Taint
 
 CAPI_GROUP = "cluster.x-k8s.io"
 INFRASTRUCTURE_GROUP_PREFIX = "infrastructure."

@@ -16,7 +16,6 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, PlainValidator, ValidationInfo, field_validator, model_validator
 
-from kapstan.api.core import NodeSelectorRequirement, Taint
 from kapstan.api.errors import shown
 from kapstan.api.meta import (
     BudgetWindow,
@@ -30,6 +29,7 @@ from kapstan.api.meta import (
     TemplateMeta,
     to_milli_checked,
 )
+from kapstan.api.placement import NodeSelectorRequirement, Taint
 from kapstan.api.wellknown import INITIALIZED
 from kapstan.scheduling.model import NODE_OPERATORS
 

@@ -41,7 +41,7 @@ class Requirement:
             return Requirement(req.key, True, frozenset(), False, min_values=req.min_values)
         if op == "DoesNotExist":
             return Requirement(req.key, False, frozenset(), True)
-        # Validated at parse time (core.check_values); 0 as Rust reads a value that is not a number.
+        # Validated at parse time (placement.check_values); 0 as Rust reads a value that is not a number.
         bound = parse_int64(req.values[0]) if req.values else None
         bound = bound if bound is not None else 0
         # minValues holds for the numeric operators too: Karpenter counts the key's distinct values among
