@@ -31,6 +31,7 @@ EXPECTED = {
         {"instance_type", "capacity_type", "zone"},
     ),
     "kapstan_cluster_cost_per_hour": ("gauge", {"nodepool"}),
+    "kapstan_nodeclaims": ("gauge", {"nodepool", "state"}),
     "kapstan_solver_pods": ("gauge", {"controller", "outcome"}),
     "kapstan_build_info": ("gauge", {"version"}),  # the text format has no info type
 }
@@ -50,7 +51,7 @@ def test_names_types_and_labels_match_karpenter() -> None:
     metrics.SCHEDULING_DURATION.labels(metrics.PROVISIONER).observe(0.0)
     metrics.PODS_PENDING.labels(metrics.PROVISIONER).set(0)
     metrics.record_plan(metrics.PROVISIONER, new_nodeclaim=0, existing_node=0, unschedulable=0)
-    metrics.record_nodepool("names", usage={"cpu": 0}, limits={"cpu": 1}, cost_per_hour=0)
+    metrics.record_nodepool("names", usage={"cpu": 0}, limits={"cpu": 1}, cost_per_hour=0, nodeclaims={})
     metrics.OFFERING_AVAILABLE.labels("names", "on-demand", "names").set(1)
 
     exposed = {}
@@ -97,6 +98,7 @@ def test_record_nodepool_replaces_stale_resource_types_and_forget_removes_all() 
         usage={"cpu": 12, "memory": 48 * 2**30, "nvidia.com/gpu": 2, "nodes": 3},
         limits={"cpu": 100, "ephemeral-storage": 10**12},
         cost_per_hour=7.5,
+        nodeclaims={metrics.NODECLAIM_INITIALIZED: 2, metrics.NODECLAIM_LAUNCHING: 1},
     )
     assert value("karpenter_nodepools_usage", {"resource_type": "nodes", "nodepool": "gpu-pool"}) == 3
     assert (
@@ -105,9 +107,20 @@ def test_record_nodepool_replaces_stale_resource_types_and_forget_removes_all() 
     limit = {"resource_type": "ephemeral_storage", "nodepool": "gpu-pool"}
     assert value("karpenter_nodepools_limit", limit) == 10**12, "Karpenter's label spells - as _"
     assert value("kapstan_cluster_cost_per_hour", {"nodepool": "gpu-pool"}) == 7.5
+    claims = {
+        state: value("kapstan_nodeclaims", {"nodepool": "gpu-pool", "state": state})
+        for state in metrics.NODECLAIM_STATES
+    }
+    assert claims == {"launching": 1, "registering": 0, "initializing": 0, "initialized": 2, "deleting": 0}
 
     # The GPU nodes are gone and the limits were removed from the NodePool.
-    metrics.record_nodepool("gpu-pool", usage={"cpu": 4, "nodes": 1}, limits={}, cost_per_hour=1.25)
+    metrics.record_nodepool(
+        "gpu-pool",
+        usage={"cpu": 4, "nodes": 1},
+        limits={},
+        cost_per_hour=1.25,
+        nodeclaims={metrics.NODECLAIM_INITIALIZED: 1},
+    )
     assert (
         value("karpenter_nodepools_usage", {"resource_type": "nvidia.com/gpu", "nodepool": "gpu-pool"})
         is None
@@ -115,6 +128,8 @@ def test_record_nodepool_replaces_stale_resource_types_and_forget_removes_all() 
     assert value("karpenter_nodepools_limit", limit) is None
     assert value("karpenter_nodepools_usage", {"resource_type": "cpu", "nodepool": "gpu-pool"}) == 4
     assert value("kapstan_cluster_cost_per_hour", {"nodepool": "gpu-pool"}) == 1.25
+    assert value("kapstan_nodeclaims", {"nodepool": "gpu-pool", "state": "launching"}) == 0
+    assert value("kapstan_nodeclaims", {"nodepool": "gpu-pool", "state": "initialized"}) == 1
 
     metrics.forget_nodepool("gpu-pool")
     assert 'nodepool="gpu-pool"' not in _exposed()

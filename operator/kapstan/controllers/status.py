@@ -21,6 +21,7 @@ watch event our own write causes ends in a no-op.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,7 +108,8 @@ class NodePoolStatus(Reconciler):
         return Result()
 
     def _publish(self, pool: Object, claims: list[StateNode], resources: dict[str, str]) -> None:
-        """The pool's usage, limits and cost per hour (the sum of its claims' prices) as metrics."""
+        """The pool's usage, limits, cost per hour (the sum of its claims' prices) and claims by state as
+        metrics. Every change of one of its claims reconciles the pool, so the counts follow them."""
         limits = pool.get("spec", {}).get("limits") or {}
         # A hand-edited price (not a number) is left out of the cost; the status still counts the claim.
         cost = sum(claim.price or 0.0 for claim in claims)
@@ -116,6 +118,7 @@ class NodePoolStatus(Reconciler):
             usage={key: _amount(key, value) for key, value in resources.items()},
             limits={key: _amount(key, value) for key, value in limits.items() if _amount(key, value) >= 0},
             cost_per_hour=round(cost, 6),
+            nodeclaims=Counter(nodeclaim_state(claim) for claim in claims),
         )
 
     def _validation(self, pool: Object) -> tuple[str, str, str, str]:
@@ -233,6 +236,20 @@ class NodeClassStatus(Reconciler):
                     },
                 )
                 await self.events.emit(node_class, "Warning", after["reason"], after["message"])
+
+
+def nodeclaim_state(claim: StateNode) -> str:
+    """Where a NodeClaim is in its lifecycle, for ``kapstan_nodeclaims``: the first condition not yet
+    True, or ``deleting`` once it is being terminated."""
+    if claim.claim_deleting:
+        return metrics.NODECLAIM_DELETING
+    if not claim.launched:
+        return metrics.NODECLAIM_LAUNCHING
+    if not claim.registered:
+        return metrics.NODECLAIM_REGISTERING
+    if not claim.initialized:
+        return metrics.NODECLAIM_INITIALIZING
+    return metrics.NODECLAIM_INITIALIZED
 
 
 def _resources(claims: list[StateNode]) -> dict[str, str]:

@@ -156,6 +156,34 @@ CLUSTER_COST_PER_HOUR = Gauge(
 """``kapstan_cluster_cost_per_hour{nodepool}``: sum of the price per hour of the NodePool's NodeClaims, in
 the unit of ``kapstan.io/price-per-hour`` (relative cost when no price is known)."""
 
+NODECLAIMS_BY_STATE = Gauge(
+    "kapstan_nodeclaims",
+    "NodeClaims by nodepool and lifecycle state: launching, registering, initializing, initialized, deleting.",
+    ["nodepool", "state"],
+    registry=REGISTRY,
+)
+"""``kapstan_nodeclaims{nodepool, state}``: the NodePool's NodeClaims now, each in one of
+``NODECLAIM_STATES``; set through ``record_nodepool``. Karpenter has no such gauge (its
+``operator_nodeclaim_status_condition_count`` is one series per NodeClaim and condition); the counters
+cannot give it either, since they restart with the process."""
+
+NODECLAIM_LAUNCHING = "launching"
+"""Created, no Machine claimed yet (not Launched)."""
+NODECLAIM_REGISTERING = "registering"
+"""Launched, its Node not yet found and untainted (not Registered)."""
+NODECLAIM_INITIALIZING = "initializing"
+"""Registered, its Node not yet Ready or still carrying startup taints (not Initialized)."""
+NODECLAIM_INITIALIZED = "initialized"
+NODECLAIM_DELETING = "deleting"
+"""Being terminated (drained, its Machine deleted), whatever state it had reached."""
+NODECLAIM_STATES = (
+    NODECLAIM_LAUNCHING,
+    NODECLAIM_REGISTERING,
+    NODECLAIM_INITIALIZING,
+    NODECLAIM_INITIALIZED,
+    NODECLAIM_DELETING,
+)
+
 SOLVER_PODS = Gauge(
     "kapstan_solver_pods",
     "Pods in the last solve by outcome: placed on a new nodeclaim, on an existing node, or unschedulable.",
@@ -188,13 +216,24 @@ def resource_type(name: str) -> str:
 
 
 def record_nodepool(
-    nodepool: str, *, usage: Mapping[str, float], limits: Mapping[str, float], cost_per_hour: float
+    nodepool: str,
+    *,
+    usage: Mapping[str, float],
+    limits: Mapping[str, float],
+    cost_per_hour: float,
+    nodeclaims: Mapping[str, int],
 ) -> None:
-    """Set a NodePool's usage, limits and cost; resource types it no longer reports disappear.
+    """Set a NodePool's usage, limits, cost and NodeClaims by state; resource types it no longer reports
+    disappear.
 
     ``usage`` and ``limits`` map resource names (``cpu`` in cores, ``memory`` in bytes, ``nodes``) to
     amounts, as the NodePool's ``status.resources`` and ``spec.limits`` hold them once parsed.
+    ``nodeclaims`` counts its NodeClaims by ``NODECLAIM_STATES``; a state it leaves out reads 0, so that
+    a stacked graph drops to 0 instead of holding the last value.
     """
+    unknown = set(nodeclaims) - set(NODECLAIM_STATES)
+    if unknown:
+        raise ValueError(f"unknown NodeClaim states {sorted(unknown)}; known: {NODECLAIM_STATES}")
     wanted = {(NODEPOOL_USAGE, resource_type(k)): v for k, v in usage.items()}
     wanted |= {(NODEPOOL_LIMIT, resource_type(k)): v for k, v in limits.items()}
     with _lock:
@@ -204,6 +243,8 @@ def record_nodepool(
             gauge.labels(kind, nodepool).set(value)
         _nodepool_series[nodepool] = set(wanted)
         CLUSTER_COST_PER_HOUR.labels(nodepool).set(cost_per_hour)
+        for state in NODECLAIM_STATES:
+            NODECLAIMS_BY_STATE.labels(nodepool, state).set(nodeclaims.get(state, 0))
 
 
 def forget_nodepool(nodepool: str) -> None:
@@ -215,6 +256,8 @@ def forget_nodepool(nodepool: str) -> None:
         for gauge, kind in series:
             gauge.remove(kind, nodepool)
         CLUSTER_COST_PER_HOUR.remove(nodepool)
+        for state in NODECLAIM_STATES:
+            NODECLAIMS_BY_STATE.remove(nodepool, state)
 
 
 def record_plan(controller: str, *, new_nodeclaim: int, existing_node: int, unschedulable: int) -> None:
