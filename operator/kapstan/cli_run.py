@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 
 import click
@@ -12,11 +11,7 @@ from kapstan.controllers.disruption import DisruptionOptions, MinSaving
 from kapstan.controllers.manager import Manager, Options, StartupError, connect
 from kapstan.controllers.nodeclaim import Timeouts
 from kapstan.controllers.state import ClusterRef
-from kapstan.convert.unserved import unserved_objects
-from kapstan.kube.errors import ApiError
 from kapstan.observability import logging as logs
-
-log = logging.getLogger(__name__)
 
 
 @click.command("run")
@@ -103,9 +98,4 @@ def run_command(
 
 async def _run(options: Options) -> None:
     workload, management = await connect(options)
-    try:
-        for line in await unserved_objects(workload, "the workload cluster"):
-            log.warning(line)
-    except ApiError as error:
-        log.info("could not look for karpenter.sh/v1alpha5 objects: %s", error)
     await Manager(options, workload, management).run()

@@ -9,7 +9,7 @@ import json
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,10 @@ from e2e_helpers import E2E
 
 from kapstan.capi import contract as c
 from kapstan.cli import main
+from kapstan.controllers.unserved import NOT_SERVED
+from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
+from kapstan.kube.events import list_events
 from kapstan.kube.kinds import PODS
 from kapstan.local import article
 from kapstan.local.apply import CRDS, apply, install_crds, resource_of
@@ -123,6 +126,15 @@ def _state(e2e: E2E) -> tuple[list[str], list[tuple[str, int, str, str, bool]], 
     return claims, machines, mds
 
 
+def _not_served(client: Client, provisioner: dict[str, Any]) -> Callable[[], Awaitable[list[Any]]]:
+    """The operator's NotServed Events on the Provisioner (matched by its uid)."""
+
+    async def events() -> list[Any]:
+        return [e for e in await list_events(client, provisioner) if e["reason"] == NOT_SERVED]
+
+    return events
+
+
 def test_the_live_what_if_plans_reports_and_consolidates_without_writing(e2e: E2E, tmp_path: Path) -> None:
     run = e2e.run
     ns = run.namespace
@@ -135,7 +147,7 @@ def test_the_live_what_if_plans_reports_and_consolidates_without_writing(e2e: E2
     )
     e2e(install_crds(wl, [PROVISIONER_CRD]))
     provisioner = yaml.safe_load((SCENARIOS / "intro-provisioner.yaml").read_text())
-    e2e(apply(wl, [provisioner]))
+    (applied,) = e2e(apply(wl, [provisioner]))
     sent: list[tuple[str, str]] = []
     try:
 
@@ -165,6 +177,10 @@ def test_the_live_what_if_plans_reports_and_consolidates_without_writing(e2e: E2
 
         e2e(run.wait_for("8 inflate pods Running", running, 240))
         assert "Provisioner default (the workload cluster) is karpenter.sh/v1alpha5" in operator.log(400)
+        # And says so on the Provisioner, once: its later looks add nothing (count 1).
+        (event,) = e2e(run.wait_for("a NotServed Event on the Provisioner", _not_served(wl, applied), 60))
+        assert (event["type"], event["count"]) == ("Warning", 1)
+        assert "convert it with `kapstan convert -f FILE`" in event["message"]
         made = Counter(
             cl["metadata"]["labels"]["node.kubernetes.io/instance-type"] for cl in e2e(run.claims())
         )

@@ -33,6 +33,7 @@ from kapstan.controllers.provisioner import BatchWindow, Provisioner
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints
+from kapstan.controllers.unserved import UnservedObjects
 from kapstan.kube.backoff import Backoff
 from kapstan.kube.client import Client
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -100,6 +101,7 @@ class Manager:
         )
         self.nodepool_status = NodePoolStatus(self.state, self.provider, self.events, clock=clock)
         self.nodeclass_status = NodeClassStatus(self.state, self.provider, self.events, clock=clock)
+        self.unserved = UnservedObjects(workload, self.events, clock=clock)
         self.state.nodes.add_handler(lambda _: metrics.NODES.set(len(self.state.nodes.store)))
 
     async def run(self) -> None:
@@ -138,6 +140,7 @@ class Manager:
             self.template_taints.run(),
             self.nodepool_status.run(),
             self.nodeclass_status.run(),
+            self.unserved.run(),
         )
 
 
