@@ -75,8 +75,7 @@ def test_the_installed_wheel_has_every_sandbox_source_and_the_checkouts_cache_ke
     probe = installed.run(
         "python",
         "-c",
-        "import importlib; build = importlib.import_module('kapstan.local.build');"
-        "print(build.source_dir()); print(build.artifacts().root)",
+        "from kapstan.local import sources; print(sources.sandbox_sources()); print(sources.artifacts().root)",
     )
     assert probe.returncode == 0, probe.stderr
     source, root = probe.stdout.split()
@@ -89,7 +88,7 @@ def test_local_build_up_down_from_the_wheel(installed: Installed) -> None:
     # checkout's binaries, so the key is compared before `local build` runs.
     expected = artifacts()
     probe = installed.run(
-        "python", "-c", "from kapstan.local.build import artifacts; print(artifacts().root)"
+        "python", "-c", "from kapstan.local.sources import artifacts; print(artifacts().root)"
     )
     assert probe.stdout.strip() == str(expected.root), probe.stderr
     if not expected.complete:

@@ -22,9 +22,9 @@ from pathlib import Path
 from kapstan.capi import contract as c
 from kapstan.kube.client import Resource
 from kapstan.local import article
-from kapstan.local.build import build
 from kapstan.local.run import KapstanRun
 from kapstan.local.sandbox import Sandbox
+from kapstan.local.sources import build
 from kapstan.local.timeline import format_entry
 
 Say = Callable[[str], None]

@@ -27,8 +27,9 @@ from kr8s.objects import CustomResourceDefinition, new_class
 
 from kapstan.kube.client import without_version_warning
 from kapstan.local import components, kubeconfig, procs
-from kapstan.local.build import Artifacts, build
+from kapstan.local.build import Artifacts
 from kapstan.local.procs import SandboxError
+from kapstan.local.sources import build
 
 STATE_FILE = "sandbox.json"
 
