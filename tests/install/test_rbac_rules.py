@@ -18,9 +18,12 @@ from kapstan.kube.client import CONFIGMAPS, LEASES, Resource
 from kapstan.kube.events import EVENTS
 
 INSTALL = Path(__file__).parents[2] / "install"
+# The v1alpha5 kinds controllers/unserved.py lists to name them (discovery finds their Resources).
+LEGACY_PLURALS = (("provisioners", "Provisioner"), ("machines", "Machine"))
 
 Rules = list[dict[str, Any]]
 
+LEGACY = [Resource("karpenter.sh", "v1alpha5", plural, kind, False) for plural, kind in LEGACY_PLURALS]
 # Every request `kapstan run` makes, by side: (resource, subresource, verb). Reading the controllers,
 # capi/ and kube/ (and the template-taints controller's: create bootstrap templates, patch MDs).
 WORKLOAD_CALLS: list[tuple[Resource, str, str]] = [
@@ -38,6 +41,7 @@ WORKLOAD_CALLS: list[tuple[Resource, str, str]] = [
     (EVENTS, "", "create"),
     (EVENTS, "", "patch"),
     (CONFIGMAPS, "", "get"),
+    *((r, "", "list") for r in LEGACY),
 ]
 LEASE_CALLS = [(LEASES, "", "get"), (LEASES, "", "create"), (LEASES, "", "update")]
 MANAGEMENT_CALLS: list[tuple[Resource, str, str]] = [
@@ -119,6 +123,8 @@ def test_every_kind_the_operator_knows_has_a_rule() -> None:
         ("", "events", "list"),
         ("karpenter.sh", "nodepools", "patch"),  # the user's spec
         ("karpenter.sh", "nodepools", "delete"),
+        ("karpenter.sh", "provisioners", "patch"),  # named, never touched
+        ("karpenter.sh", "provisioners", "delete"),
         ("apps", "deployments", "get"),
         ("rbac.authorization.k8s.io", "clusterroles", "escalate"),
     ],

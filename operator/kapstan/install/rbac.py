@@ -84,6 +84,9 @@ def workload_rules() -> list[dict[str, Any]]:
         # those that fail to launch or register, termination removes its finalizer.
         rule(KARPENTER, ["nodeclaims"], [*READ, "create", "patch", "delete"]),
         rule(KARPENTER, ["nodeclaims/status"], ["patch"]),
+        # Karpenter v1alpha5 Provisioners and Machines, which kapstan does not serve: listed only to name
+        # each one in the log and in an Event on it that points to `kapstan convert` (controllers/unserved.py).
+        rule(KARPENTER, ["provisioners", "machines"], ["list"]),
         rule(NODECLASS, ["clusterapinodeclasses"], READ),
         rule(NODECLASS, ["clusterapinodeclasses/status"], ["patch"]),
     ]
