@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint pytest cargo-test setup sandbox clean chaos image image-test
+.PHONY: demo test lint pytest cargo-test setup sandbox clean chaos image image-test browser
 
 setup: $(STAMP)
 
@@ -58,6 +58,14 @@ image: $(STAMP)
 # Builds the image, then runs it with podman against the sandbox (tests/e2e/test_image.py).
 image-test: image sandbox
 	$(PY) -m pytest -q -m image tests/e2e/test_image.py
+
+# Debian's headless Chromium (about 64 MB), for the report page's screenshot test
+# (tests/whatif/test_report_screenshot.py), which `make test` skips, saying so, without it. Not a step of
+# `make test`: a large download for one check.
+browser:
+	command -v chromium-headless-shell >/dev/null || { \
+	  SUDO=$$(test "$$(id -u)" -eq 0 || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends chromium-headless-shell; }
 
 # The live demo: a sandbox of its own, kapstan running against it, the article's flows as a timeline.
 demo: $(STAMP)

@@ -3,8 +3,8 @@ the screenshot shows every bar where the page's SVG puts it, with the SVG's heig
 and no bar where the price is 0. An XML check of the page (test_report.py) cannot see a chart that a
 browser draws wrong or not at all (an SVG outside the viewport, a bar the CSS hides, a bad viewBox).
 
-Skipped, saying how to install one, when no Chromium is on PATH: Debian's ``chromium-headless-shell``
-(``apt-get install --no-install-recommends chromium-headless-shell``, about 64 MB) is enough.
+Skipped, saying how to install one, when no Chromium is on PATH: ``make browser`` installs Debian's
+``chromium-headless-shell`` (about 64 MB), which is enough.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from kapstan.whatif.report import Report, Row
 
 SVG = "{http://www.w3.org/2000/svg}"
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
-INSTALL = "apt-get install --no-install-recommends chromium-headless-shell"
+INSTALL = "make browser (apt-get install --no-install-recommends chromium-headless-shell)"
 WINDOW = (1000, 800)
 # Bar tops sit at fractional pixels (heights are prices scaled), so the top row may be blended.
 TOLERANCE = 1.5
