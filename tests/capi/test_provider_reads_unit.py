@@ -177,6 +177,8 @@ def test_flavor_source_changes_are_heard_but_not_their_status_writes() -> None:
     assert cluster is not None
     w.state.capi.clusters.handle({"type": "MODIFIED", "object": {**cluster, "spec": {"paused": True}}})
     assert heard == ["changed"] * 3
+    w.state.capi.machine_deployments.handle({"type": "DELETED", "object": paused})
+    assert heard == ["changed"] * 4  # the NodeClass status must say the MD is gone
 
 
 def test_events_about_a_flavor_source_go_on_its_md_or_for_a_worker_class_on_the_cluster() -> None:

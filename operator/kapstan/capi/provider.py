@@ -274,8 +274,8 @@ class CloudProvider(Protocol):
     def on_flavor_source_change(self, handler: Callable[[], None]) -> None:
         """Call ``handler`` when an MD, bootstrap template, Cluster or ClusterClass appears or changes
         outside its status: what ``untainted_sources`` answers may then have changed. MDs and Clusters
-        write their status every few seconds; those writes are not passed on. Nor, as the NodeClass
-        status controller has always had it, is a deletion (its event carries the same object twice)."""
+        write their status every few seconds; those writes are not passed on. A deletion is: an MD or
+        a template gone changes what the NodeClass status says."""
         ...
 
     def event_target(self, source: FlavorSource) -> Object | None:

@@ -53,7 +53,12 @@ class CachedReads:
 
     def on_flavor_source_change(self, handler: Callable[[], None]) -> None:
         def on_event(event: Event) -> None:
-            if event.old is None or not _same_outside_status(event.old, event.object):
+            # A deletion carries the deleted object as both old and new: it is a change all the same.
+            if (
+                event.type == "DELETED"
+                or event.old is None
+                or not _same_outside_status(event.old, event.object)
+            ):
                 handler()
 
         cache = self._cache
