@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
-from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.api.quantity import format_quantity
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
@@ -250,13 +249,7 @@ class Provisioner:
     def _ready_pools(self, gathered: Gathered) -> dict[str, Object]:
         """NodePools whose NodeClass exists; the others are left out of the snapshot (their status says
         why, see the nodepool status controller)."""
-        classes = {nc.name for nc in gathered.manifests.node_classes}
-        kept = []
-        for pool in gathered.manifests.node_pools:
-            ref = pool.spec.template.spec.node_class_ref
-            if (ref.group, ref.kind) == (NODECLASS_GROUP, NODECLASS_KIND) and ref.name in classes:
-                kept.append(pool)
-        gathered.manifests.node_pools = kept
+        kept = gathered.keep_plannable_pools()
         objects = {Meta.of(pool).name: pool for pool in self.state.node_pools.store.objects()}
         return {pool.name: objects[pool.name] for pool in kept if pool.name in objects}
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kapstan.api.errors import ManifestError
+from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND, NodePool
 from kapstan.api.manifests import Manifests
 from kapstan.api.wellknown import NODEPOOL
 from kapstan.capi.cache import ManagementCache
@@ -88,6 +89,20 @@ class Gathered:
     manifests: Manifests
     problems: list[Problem] = field(default_factory=list)
     skipped_sources: list[tuple[FlavorSource, ManifestError]] = field(default_factory=list)
+
+    def keep_plannable_pools(self) -> list[NodePool]:
+        """Leave out the NodePools whose ClusterAPINodeClass does not exist (their status says why): no
+        node can be planned or launched from them, and one such pool must not stop the others (building
+        the catalog fails on a pool whose NodeClass is missing). Returns the pools kept."""
+        classes = {nc.name for nc in self.manifests.node_classes}
+        kept = [
+            pool
+            for pool in self.manifests.node_pools
+            if (ref := pool.spec.template.spec.node_class_ref).name in classes
+            and (ref.group, ref.kind) == (NODECLASS_GROUP, NODECLASS_KIND)
+        ]
+        self.manifests.node_pools = kept
+        return kept
 
 
 def provisionable(pod: Object) -> bool:
@@ -220,6 +235,7 @@ class ClusterState:
 
     async def _build_simulation_input(self) -> SimulationInput:
         gathered = await self.gather(pods=False)
+        gathered.keep_plannable_pools()
         cluster = (self.cluster.namespace, self.cluster.name)
         return build_simulation_input(gathered.manifests, cluster, skip=lambda source, error: None)
 

@@ -211,11 +211,7 @@ class Observer:
 
     async def _build_snapshot(self) -> Snapshot | None:
         gathered = await self.state.gather()
-        classes = {nc.name for nc in gathered.manifests.node_classes}
-        # A pool without its NodeClass cannot be planned on (its status says why); leave it out.
-        gathered.manifests.node_pools = [
-            p for p in gathered.manifests.node_pools if p.spec.template.spec.node_class_ref.name in classes
-        ]
+        gathered.keep_plannable_pools()
         try:
             simulation = build_simulation_input(
                 gathered.manifests,
