@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
 
 from kapstan.kube.backoff import Backoff
 from kapstan.kube.clock import FakeClock
-from kapstan.kube.controller import Controller, Result
+from kapstan.kube.controller import TRANSIENT_CAP, Controller, Result
+from kapstan.kube.errors import ApiError
 from kapstan.kube.store import Event
 
 
@@ -97,3 +99,34 @@ def test_run_shuts_the_queue_down_when_cancelled() -> None:
         return len(controller.queue)
 
     assert asyncio.run(scenario()) == 0
+
+
+def test_a_server_that_does_not_answer_is_retried_every_few_seconds_not_backed_off_for_minutes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> list[float]:
+        clock = FakeClock(start=0.0)
+        calls: list[float] = []
+
+        async def reconcile(key: str) -> Result:
+            calls.append(clock.now())
+            if len(calls) <= 12:  # the server is away for about a minute
+                raise ApiError("GET machinedeployments ns/pool: ConnectError: All connection attempts failed")
+            return Result()
+
+        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=1000.0), clock=clock)
+        task = asyncio.create_task(controller.run())
+        controller.enqueue(event("a"))
+        for _ in range(120):
+            await settle()
+            clock.advance(1.0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return calls
+
+    calls = asyncio.run(scenario())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
+    assert len(calls) == 13 and max(gaps) <= TRANSIENT_CAP  # a non-answer never backs off beyond the cap
+    assert calls[-1] <= 60.0  # the uncapped backoff would have waited 1+2+...+2048 s
+    assert "failed (retry" not in caplog.text  # one warning line each, no traceback
+    assert "ConnectError: All connection attempts failed; trying again" in caplog.text

@@ -3,7 +3,8 @@
 A reconcile reads the current state from informer stores by key, so it does not matter how many events led to
 it. It returns ``Result(requeue_after=N)`` when it expects to be needed again in N seconds (a launch timeout,
 a batch window: expected, so data: docs/architecture.md#typed-failures), or raises when it failed: then the
-key is retried with per-key exponential backoff, and a later success resets the backoff. The queue guarantees
+key is retried with per-key exponential backoff, and a later success resets the backoff (capped at a few
+seconds while the API server does not answer: the object did nothing wrong). The queue guarantees
 that one key is never reconciled by two workers at once.
 """
 
@@ -16,10 +17,14 @@ from dataclasses import dataclass
 
 from kapstan.kube.backoff import Backoff
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
+from kapstan.kube.errors import ApiError
 from kapstan.kube.store import Event, object_key
 from kapstan.kube.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
+
+TRANSIENT_CAP = 5.0
+"""The longest a key backs off while the API server does not answer (``ApiError.transient``)."""
 
 
 @dataclass(frozen=True)
@@ -75,11 +80,24 @@ class Controller:
             result = await self._reconcile(key)
         except asyncio.CancelledError:
             raise
+        except ApiError as error:
+            if not error.transient:
+                self._failed(key)
+                return
+            # The API server is away or shedding load: the key waits for it to come back, which is no
+            # failure of the object's, so it backs off no longer than TRANSIENT_CAP (client-go's 1000 s
+            # would leave a claim waiting minutes after a restart of a few seconds) and logs one line.
+            log.warning("%s: reconciling %s: %s; trying again", self.name, key, error)
+            self.queue.add_rate_limited(key, cap=TRANSIENT_CAP)
+            return
         except Exception:
-            retries = self.queue.retries(key)
-            log.exception("%s: reconciling %s failed (retry %d)", self.name, key, retries + 1)
-            self.queue.add_rate_limited(key)
+            self._failed(key)
             return
         self.queue.forget(key)
         if result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
+
+    def _failed(self, key: str) -> None:
+        retries = self.queue.retries(key)
+        log.exception("%s: reconciling %s failed (retry %d)", self.name, key, retries + 1)
+        self.queue.add_rate_limited(key)

@@ -35,6 +35,12 @@ class ApiError(Exception):
         return self.status == 409
 
     @property
+    def transient(self) -> bool:
+        """No answer at all (a server restarting or unreachable), load shed (429) or a server error: the
+        same request may well work in a moment, whatever the object."""
+        return self.status in (0, 429) or self.status >= 500
+
+    @property
     def gone(self) -> bool:
         """The resourceVersion asked for is older than the server keeps: list again."""
         return self.status == 410

@@ -65,10 +65,12 @@ class WorkQueue(Generic[K]):
         heapq.heappush(self._waiting, (due, next(self._order), key))
         self._changed.set()
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K, *, cap: float | None = None) -> None:
+        """Back ``key`` off by one more failure; with ``cap``, never for longer than that."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        self.add_after(key, self._backoff.delay(failures))
+        delay = self._backoff.delay(failures)
+        self.add_after(key, delay if cap is None else min(delay, cap))
 
     def forget(self, key: K) -> None:
         self._failures.pop(key, None)
