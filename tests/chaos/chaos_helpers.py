@@ -19,8 +19,12 @@ async def seconds_until(check: Callable[[], Awaitable[bool]], timeout: float) ->
     """Seconds until ``check()`` holds, polled every half second; None if it did not within ``timeout``."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        if await check():
-            return time.monotonic() - start
+        try:
+            if await check():
+                return time.monotonic() - start
+        except ApiError as error:
+            if not error.transient:
+                raise  # a loaded or restarting server's 429, 5xx or silence is asked again
         await asyncio.sleep(0.5)
     return None
 

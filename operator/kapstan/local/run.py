@@ -140,7 +140,14 @@ class KapstanRun:
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
-            last = await check()
+            try:
+                last = await check()
+            except ApiError as error:
+                if not error.transient:
+                    raise
+                last = f"{error}; asking again"
+                await asyncio.sleep(0.5)
+                continue
             if last:
                 if self.timeline is not None:
                     await self.timeline.poll()

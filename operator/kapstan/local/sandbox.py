@@ -222,6 +222,26 @@ class Sandbox:
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / name).unlink()
 
+    # -- chaos ----------------------------------------------------------------------------------------
+
+    def restart_apiserver(self, *, down_for: float = 0.0, timeout: float = 120.0) -> float:
+        """Kill the (workload) kube-apiserver, as a crashed control-plane node would, wait ``down_for``
+        seconds, start it again with the same command line (same port, certificates and etcd prefix),
+        and return once it answers ``/readyz``: the seconds it was away. For ``tests/chaos``."""
+        names = ["management", "workload"] if self.two_clusters else ["sandbox"]
+        name = f"kube-apiserver-{names[-1]}"
+        pid = procs.recorded(self.directory)[name]
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        port = next(a for a in argv if a.startswith(b"--secure-port=")).partition(b"=")[2].decode()
+        started = time.monotonic()
+        procs.stop(self.directory, name, pid, grace=0.0)
+        time.sleep(down_for)
+        pki = self.directory / "pki"
+        again = procs.start(self.directory, name, [a.decode() for a in argv])
+        ready = f"https://127.0.0.1:{port}/readyz"
+        procs.wait_until(self.directory, name, again, lambda: components.probe(ready, pki, True), timeout)
+        return time.monotonic() - started
+
     # -- state ----------------------------------------------------------------------------------------
 
     def _load_state(self) -> dict[str, Any]:
