@@ -4,6 +4,7 @@ assignment and unschedulable reasons, on random snapshots covering every constra
 from __future__ import annotations
 
 import pytest
+from bench import exact_instances
 from hypothesis import given, settings
 
 from kapstan.scheduling import ENGINES, solve
@@ -37,3 +38,13 @@ def test_rust_equals_python_on_random_snapshots(snap: Snapshot) -> None:
 @given(snap=snapshots(max_pods=120))
 def test_rust_equals_python_on_larger_snapshots(snap: Snapshot) -> None:
     assert_same_plan(snap)
+
+
+# Small priced instances (bench/exact_instances.py) on which the exact pass runs, chosen among those the
+# pure-Python engine solves in well under a second.
+EXACT_SEEDS = (1, 3, 5, 11, 12, 13, 16, 17, 19, 23, 26, 28, 30, 35, 42, 44, 45, 46, 48, 50, 51, 52, 53, 55)
+
+
+@pytest.mark.parametrize("seed", EXACT_SEEDS)
+def test_rust_equals_python_through_the_exact_pass(seed: int) -> None:
+    assert_same_plan(exact_instances.instance(seed))

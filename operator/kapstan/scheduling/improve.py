@@ -39,11 +39,11 @@ class Budget:
 
 def improve(scheduler: Scheduler) -> None:
     budget = Budget(min(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS, MAX_PLACEMENTS))
-    pinned = _pinned_groups(scheduler)
+    pinned = pinned_groups(scheduler)
     improved = True
     while improved and budget.left > 0:
         improved = False
-        movable = [c for c in scheduler.claims if not any(_is_pinned(scheduler, p, pinned) for p in c.pods)]
+        movable = [c for c in scheduler.claims if not any(is_pinned(scheduler, p, pinned) for p in c.pods)]
         for claims in _moves(movable):
             if budget.left <= 0:
                 break
@@ -51,7 +51,7 @@ def improve(scheduler: Scheduler) -> None:
                 improved = True
 
 
-def _pinned_groups(scheduler: Scheduler) -> set[int]:
+def pinned_groups(scheduler: Scheduler) -> set[int]:
     topo = scheduler.topology
     pods = [*scheduler.snapshot.pods, *(p for n in scheduler.snapshot.nodes for p in n.pods)]
     pinned = {topo.index[term_group(t)] for pod in pods for t in pod.affinity}
@@ -60,7 +60,7 @@ def _pinned_groups(scheduler: Scheduler) -> set[int]:
     return pinned
 
 
-def _is_pinned(scheduler: Scheduler, pod: Pod, pinned: set[int]) -> bool:
+def is_pinned(scheduler: Scheduler, pod: Pod, pinned: set[int]) -> bool:
     return any(gid in pinned for gid in scheduler.topology.selecting(pod))
 
 
@@ -102,7 +102,7 @@ def _candidate_flavors(claims: tuple[Claim, ...], pods: list[Pod]) -> list[str |
     return out
 
 
-def _take_off(scheduler: Scheduler, claims: tuple[Claim, ...] | list[Claim]) -> None:
+def take_off(scheduler: Scheduler, claims: tuple[Claim, ...] | list[Claim]) -> None:
     for claim in claims:
         for pod in claim.pods:
             scheduler.topology.record(pod, claim.domain, claim.taints, -1)
@@ -110,7 +110,7 @@ def _take_off(scheduler: Scheduler, claims: tuple[Claim, ...] | list[Claim]) -> 
         scheduler.claims.remove(claim)
 
 
-def _put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
+def put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
     for claim in claims:
         claim.view.charge(claim.chosen, None)
         for pod in claim.pods:
@@ -139,7 +139,7 @@ def _replace(
             if isinstance(opened, Claim):
                 break
         if not isinstance(opened, Claim):
-            _take_off(scheduler, created)
+            take_off(scheduler, created)
             return None
         created.append(opened)
     return created
@@ -151,7 +151,7 @@ def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget) -> 
     if not pods:
         return False
     strategies = _candidate_flavors(claims, pods)
-    _take_off(scheduler, claims)
+    take_off(scheduler, claims)
     best: tuple[float, str | None] | None = None
     for restrict in strategies:
         if budget.left <= 0:
@@ -160,10 +160,10 @@ def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget) -> 
         if created is None:
             continue
         cost = sum(c.price for c in created)
-        _take_off(scheduler, created)
+        take_off(scheduler, created)
         if cost < before - SAVING and (best is None or cost < best[0]):
             best = (cost, restrict)
     if best is None or _replace(scheduler, pods, best[1], budget) is None:
-        _put_back(scheduler, claims)
+        put_back(scheduler, claims)
         return False
     return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from kapstan.scheduling.exact import exact
 from kapstan.scheduling.greedy import Scheduler
 from kapstan.scheduling.greedy.alternatives import AlternativeFlavors
 from kapstan.scheduling.improve import improve
@@ -17,6 +18,7 @@ def solve(snapshot: Snapshot) -> Plan:
     scheduler = Scheduler(snapshot)
     failures = scheduler.schedule()
     improve(scheduler)
+    exact(scheduler)
     existing = {t.node.name: tuple(t.placed) for t in scheduler.existing}
     ranking = AlternativeFlavors(scheduler.topology)
     claims = tuple(

@@ -84,7 +84,7 @@ fn present(s: &Scheduler, indexes: &[usize]) -> bool {
     indexes.iter().all(|i| s.position(*i).is_some())
 }
 
-fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
+pub(super) fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
     let topo = &s.topology;
     let mut pinned = HashSet::default();
     for pod in &s.pods {
@@ -103,7 +103,7 @@ fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
     pinned
 }
 
-fn is_pinned(s: &Scheduler, pod: usize, pinned: &HashSet<usize>) -> bool {
+pub(super) fn is_pinned(s: &Scheduler, pod: usize, pinned: &HashSet<usize>) -> bool {
     s.topology
         .selecting_cached(pod)
         .iter()
@@ -200,7 +200,7 @@ fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Op
 }
 
 /// Take claims off the plan: their pods leave the counts, their flavors leave the limits.
-fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
+pub(super) fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
     let mut taken = Vec::new();
     for index in indexes {
         let at = s.position(*index).expect("claim present");
@@ -218,7 +218,7 @@ fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
     taken
 }
 
-fn put_back(s: &mut Scheduler, claims: ClaimList) {
+pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
     for claim in claims {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {

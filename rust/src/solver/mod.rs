@@ -1,6 +1,8 @@
 //! The scheduling core: snapshot in, plan out. No I/O, no Python: the bindings are elsewhere.
 
 pub mod counts;
+pub mod exact;
+pub mod exact_search;
 pub mod greedy;
 pub mod improve;
 pub mod model;
@@ -19,6 +21,7 @@ pub fn solve(snapshot: &Snapshot) -> Plan {
     let mut scheduler = Scheduler::new(snapshot);
     let failures = scheduler.schedule();
     improve::improve(&mut scheduler);
+    exact::exact(&mut scheduler);
     let existing_nodes = scheduler
         .existing
         .iter()

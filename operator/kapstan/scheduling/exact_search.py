@@ -1,0 +1,197 @@
+"""The exact pass's search (twin of `rust/src/solver/exact_search.rs`): packing patterns per column and a
+branch and bound over the pods left to cover.
+
+A column is one (NodePool, flavor) a claim can be; a pattern is how many pods of each shape one node of
+that column holds, maximal (no shape can get one more). Any plan is a list of patterns covering every
+shape's pods (a node holding fewer than its pattern is still a subset of one), so the cheapest cover
+is the cheapest plan. The search always covers the first shape with pods left, tries patterns in order
+of price per unit of the lower bound they cover, prunes on a bound (for each resource, what the pods
+left need times the cheapest price per unit of it) and on states already reached as cheaply, and stops
+after a fixed count of steps, so the result never depends on the machine's speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+SAVING = 1e-9
+
+
+@dataclass
+class Column:
+    """One (NodePool, flavor) a claim can be: what the shapes it can hold may use of it, and what one
+    node of it costs and takes from its pool's limits."""
+
+    view: int
+    flavor: str
+    net: tuple[int, ...]
+    """Allocatable after DaemonSets, over the search's resource keys."""
+    prices: dict[int, float]
+    """Per shape it can hold, the price of a claim of this column holding one pod of the shape."""
+    conflicts: set[tuple[int, int]] = field(default_factory=set)
+    """Pairs of shapes (first <= second) that cannot share a node of this column."""
+    limits: tuple[int, ...] = ()
+    """What one node takes from the search's limit counters."""
+
+
+@dataclass
+class Pattern:
+    column: int
+    counts: tuple[int, ...]
+    price: float
+    floor: float
+    """The least a node of this column costs whatever it holds (its cheapest shape's price)."""
+    limits: tuple[int, ...]
+
+
+def patterns(
+    column_index: int, column: Column, requests: Sequence[tuple[int, ...]], demand: tuple[int, ...], cap: int
+) -> list[Pattern] | None:
+    """The maximal patterns of one column, in enumeration order; None when the enumeration would visit
+    more than `cap` count vectors."""
+    found: list[Pattern] = []
+    visits = [cap]
+    counts = [0] * len(demand)
+    used = [0] * len(column.net)
+
+    def room(shape: int) -> bool:
+        if shape not in column.prices or counts[shape] >= demand[shape]:
+            return False
+        if counts[shape] >= 1 and (shape, shape) in column.conflicts:
+            return False
+        for other, n in enumerate(counts):
+            if n and other != shape and (min(other, shape), max(other, shape)) in column.conflicts:
+                return False
+        return all(u + r <= cap_ for u, r, cap_ in zip(used, requests[shape], column.net, strict=True))
+
+    def extend(shape: int) -> bool:
+        if shape == len(demand):
+            visits[0] -= 1
+            if visits[0] < 0:
+                return False
+            if not any(counts) or any(room(s) for s in range(len(demand))):
+                return True
+            price = max(column.prices[s] for s, n in enumerate(counts) if n)
+            found.append(
+                Pattern(column_index, tuple(counts), price, min(column.prices.values()), column.limits)
+            )
+            return True
+        added = 0
+        while room(shape):
+            _charge(used, requests[shape], 1)
+            counts[shape] += 1
+            added += 1
+        while True:
+            if not extend(shape + 1):
+                return False
+            if added == 0:
+                return True
+            _charge(used, requests[shape], -1)
+            counts[shape] -= 1
+            added -= 1
+
+    return found if extend(0) else None
+
+
+def _charge(used: list[int], request: tuple[int, ...], sign: int) -> None:
+    for k, r in enumerate(request):
+        used[k] += sign * r
+
+
+@dataclass
+class Search:
+    """The branch and bound over the pods left per shape, with limit counters left per pool key."""
+
+    patterns: list[Pattern]
+    requests: Sequence[tuple[int, ...]]
+    ratios: tuple[float, ...]
+    """Per resource, the cheapest price per unit over the columns."""
+    steps: int
+    best_cost: float
+    best: list[int] | None = None
+    duals: list[list[float]] = field(default_factory=list)
+    """Prices per pod of each shape that no pattern's pods exceed its floor with, each a lower bound."""
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[float, int]] = field(default_factory=dict)
+    by_shape: list[list[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        shapes = len(self.requests)
+        worth = [max([0.0, *(r * q for r, q in zip(req, self.ratios, strict=True))]) for req in self.requests]
+        ranked = []
+        for i, p in enumerate(self.patterns):
+            value = sum(n * w for n, w in zip(p.counts, worth, strict=True))
+            ranked.append((p.price / value if value > 0 else float("inf"), i))
+        ranked.sort()
+        self.by_shape = [[i for _, i in ranked if self.patterns[i].counts[s] > 0] for s in range(shapes)]
+        self.duals = [self._duals(first) for first in range(shapes)]
+
+    def _duals(self, first: int) -> list[float]:
+        """Raise each shape's price per pod in turn, from `first` on, as far as every pattern holding it
+        allows (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so)."""
+        duals = [0.0] * len(self.requests)
+        for step in range(len(duals)):
+            s = (first + step) % len(duals)
+            raise_by = float("inf")
+            for p in self.patterns:
+                if p.counts[s] == 0:
+                    continue
+                paid = 0.0
+                for n, y in zip(p.counts, duals, strict=True):
+                    paid = paid + n * y
+                raise_by = min(raise_by, (p.floor - paid) / p.counts[s])
+            if raise_by != float("inf"):
+                duals[s] = duals[s] + max(raise_by, 0.0)
+        return duals
+
+    def bound(self, demand: tuple[int, ...]) -> float:
+        out = 0.0
+        for k, ratio in enumerate(self.ratios):
+            need = sum(d * req[k] for d, req in zip(demand, self.requests, strict=True))
+            out = max(out, need * ratio)
+        for duals in self.duals:
+            priced = 0.0
+            for d, y in zip(demand, duals, strict=True):
+                priced = priced + d * y
+            out = max(out, priced)
+        return out
+
+    def run(self, demand: tuple[int, ...], limits: tuple[int, ...]) -> list[int] | None:
+        """The cheapest cover found below `best_cost` (pattern indexes), None if none was."""
+        self._expand(demand, limits, 0.0, [], 0)
+        return self.best
+
+    def _expand(
+        self, demand: tuple[int, ...], limits: tuple[int, ...], cost: float, chosen: list[int], start: int
+    ) -> None:
+        """Cover the first shape with pods left by each pattern from rank `start` on: the patterns
+        covering one shape are taken in rank order, so each set of them is tried once."""
+        shape = next((s for s, d in enumerate(demand) if d > 0), None)
+        if shape is None:
+            if cost < self.best_cost - SAVING:
+                self.best_cost, self.best = cost, list(chosen)
+            return
+        if cost + self.bound(demand) >= self.best_cost - SAVING:
+            return
+        key = (demand, limits)
+        seen = self.seen.get(key)
+        if seen is not None and seen[0] <= cost and seen[1] <= start:
+            return
+        self.seen[key] = (cost, start)
+        ranked = self.by_shape[shape]
+        tried: set[tuple[int, tuple[int, ...]]] = set()
+        for rank in range(start, len(ranked)):
+            p = self.patterns[ranked[rank]]
+            after = tuple(max(d - n, 0) for d, n in zip(demand, p.counts, strict=True))
+            if (p.column, after) in tried:  # the same node as a pattern tried before, at this demand
+                continue
+            tried.add((p.column, after))
+            if self.steps <= 0:
+                return
+            self.steps -= 1
+            left = tuple(a - b for a, b in zip(limits, p.limits, strict=True))
+            if any(x < 0 for x in left):
+                continue
+            chosen.append(ranked[rank])
+            self._expand(after, left, cost + p.price, chosen, rank if after[shape] > 0 else 0)
+            chosen.pop()
