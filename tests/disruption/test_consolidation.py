@@ -147,3 +147,21 @@ def test_pods_of_nodes_already_leaving_need_room_too(engine: str) -> None:
     # n1..n3 are leaving: n0's pod has nowhere to go but a new node, which is not cheaper.
     leaving = {n.node: n.pods for n in candidates[1:]}
     assert evaluate(snap, candidates[:1], leaving, _solver(engine), MinSaving()) is None
+
+
+def test_a_replacement_is_the_cheapest_set_of_nodes_not_the_greedy_one(engine: str) -> None:
+    # Issue 17's case as a consolidation: 25 pods of 2.5 CPU on three 32-CPU nodes of a flavor no longer
+    # on sale. Greedy plus the cost pass would replace them by 3 A + 4 B (60.6/h); the exact pass finds
+    # 7 A + 1 B (58.9/h).
+    a = make_flavor("a", 8, 64 * GB, price=7.0, zones=("nova",))
+    b = make_flavor("b", 12, 64 * GB, price=9.9, zones=("nova",))
+    c = make_flavor("c", 32, 128 * GB, price=40.0, zones=("nova",))
+    pods = [make_pod(f"web-{i}", 2.5) for i in range(25)]
+    nodes = [
+        _node(f"n{i}", c, *pods[start:end]) for i, (start, end) in enumerate(((0, 9), (9, 17), (17, 25)))
+    ]
+    snap = snapshot([], (a, b), (make_nodepool("pool"),), nodes=tuple(nodes))
+    decision = evaluate(snap, [_candidate(n, 40.0) for n in nodes], {}, _solver(engine), MinSaving())
+    assert decision is not None and decision.kind == REPLACE
+    assert sorted(r.instance_type for r in decision.replacements) == ["a"] * 7 + ["b"]
+    assert decision.new_price == 58.9
