@@ -4,11 +4,13 @@ Each instance is what issue 17 describes as the batches people have: 3-6 flavors
 and per GiB differ, 2-5 pod groups (a Deployment each) of 2-12 pods, some with hostname anti-affinity
 against their own group, some with a DaemonSet overhead on every node; at most 60 pods.
 
-The optimum comes from a MIP written independently of the engines' patterns: node slots (one per pod,
-used in order), each bought as at most one flavor; per slot and group an integer count of pods (at most
-one for an anti-affine group); every group's pods placed; per slot and resource the pods' requests
-within the flavor's allocatable less the DaemonSets; minimise the price of the flavors bought. HiGHS
-(scipy.optimize.milp) proves it, or says it did not.
+The optimum comes from a MIP written independently of the engines: every maximal packing of one node of
+each flavor (pods per group, at most one of an anti-affine group, requests within the allocatable less
+the DaemonSets) is enumerated by brute force here, and an integer count of nodes per packing must cover
+every group's pods at the least price. Any plan's nodes are subsets of such packings, so that optimum is
+the instance's; HiGHS (scipy.optimize.milp) proves it, or says it did not. (A slot formulation, pod on
+node slot and slot bought as a flavor, found the same optima on these seeds but took up to a minute
+each to prove.)
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import lil_matrix
 
 from kapstan.bench.catalogs import GI, MI, flavor, overhead, requests
 from kapstan.scheduling import resources as res
@@ -106,61 +107,50 @@ def _groups(snapshot: Snapshot) -> list[Group]:
     return list(groups.values())
 
 
+def _packings(net: tuple[int, ...], groups: list[Group]) -> list[tuple[int, ...]]:
+    """Every maximal count vector of pods per group that one node with `net` holds."""
+    out: list[tuple[int, ...]] = []
+
+    def fits(counts: list[int]) -> bool:
+        return all(sum(n * g.request[k] for n, g in zip(counts, groups)) <= net[k] for k in range(len(net)))
+
+    def grow(counts: list[int], g: int) -> None:
+        if g == len(groups):
+            room = [i for i, group in enumerate(groups) if counts[i] < (1 if group.anti else group.count)]
+            if any(counts) and not any(fits([n + (i == j) for j, n in enumerate(counts)]) for i in room):
+                out.append(tuple(counts))
+            return
+        most = 1 if groups[g].anti else groups[g].count
+        for n in range(most + 1):
+            counts.append(n)
+            if fits(counts + [0] * (len(groups) - g - 1)):
+                grow(counts, g + 1)
+            counts.pop()
+            if not fits([*counts, n + 1] + [0] * (len(groups) - g - 1)):
+                break
+
+    grow([], 0)
+    return out
+
+
 def optimum(snapshot: Snapshot, time_limit: float = 60.0) -> Optimum:
+    """The cheapest cover of every group's pods by nodes, each node one maximal packing of a flavor."""
     groups = _groups(snapshot)
     ds = res.total(d.pod.requests for d in snapshot.daemonsets)
-    options = [
-        (_units(res.subtract(it.allocatable, ds), rounding=int), min(o.price for o in it.offerings))
-        for it in snapshot.instance_types
-    ]
-    slots, n_groups, n_opts = len(snapshot.pods), len(groups), len(options)
-
-    def x(g: int, n: int) -> int:  # column of "pods of group g on slot n"
-        return g * slots + n
-
-    def y(n: int, f: int) -> int:  # column of "slot n bought as flavor f"
-        return n_groups * slots + n * n_opts + f
-
-    size = n_groups * slots + slots * n_opts
-    cost = np.zeros(size)
-    upper_bounds = np.ones(size)
-    for g, group in enumerate(groups):
-        for n in range(slots):
-            upper_bounds[x(g, n)] = 1 if group.anti else group.count
-    for n in range(slots):
-        for f, (_, price) in enumerate(options):
-            cost[y(n, f)] = price
-    rows = n_groups + slots + slots * 3 + slots - 1
-    a = lil_matrix((rows, size))
-    lower, upper = np.full(rows, -np.inf), np.zeros(rows)
-    row = 0
-    for g, group in enumerate(groups):
-        for n in range(slots):
-            a[row, x(g, n)] = 1
-        lower[row] = upper[row] = group.count
-        row += 1
-    for n in range(slots):
-        for f in range(n_opts):
-            a[row, y(n, f)] = 1
-        upper[row] = 1
-        row += 1
-    for n in range(slots):
-        for k in range(3):
-            for g, group in enumerate(groups):
-                a[row, x(g, n)] = group.request[k]
-            for f, (net, _) in enumerate(options):
-                a[row, y(n, f)] = -net[k]
-            row += 1
-    for n in range(slots - 1):
-        for f in range(n_opts):
-            a[row, y(n + 1, f)] = 1
-            a[row, y(n, f)] = -1
-        row += 1
+    columns: list[tuple[tuple[int, ...], float]] = []
+    for it in snapshot.instance_types:
+        net = _units(res.subtract(it.allocatable, ds), rounding=int)
+        price = min(o.price for o in it.offerings)
+        columns += [(packing, price) for packing in _packings(net, groups)]
+    if not columns:
+        return Optimum(None, False)
+    a = np.array([[packing[g] for packing, _ in columns] for g in range(len(groups))], dtype=float)
+    need = np.array([g.count for g in groups], dtype=float)
     result = milp(
-        cost,
-        constraints=LinearConstraint(a.tocsr(), lower, upper),
-        integrality=np.ones(size),
-        bounds=Bounds(0, upper_bounds),
+        np.array([price for _, price in columns]),
+        constraints=LinearConstraint(a, need, np.full(len(groups), np.inf)),
+        integrality=np.ones(len(columns)),
+        bounds=Bounds(0, np.inf),
         options={"time_limit": time_limit},
     )
     if result.x is None:
