@@ -112,7 +112,10 @@ def _packings(net: tuple[int, ...], groups: list[Group]) -> list[tuple[int, ...]
     out: list[tuple[int, ...]] = []
 
     def fits(counts: list[int]) -> bool:
-        return all(sum(n * g.request[k] for n, g in zip(counts, groups)) <= net[k] for k in range(len(net)))
+        return all(
+            sum(n * g.request[k] for n, g in zip(counts, groups, strict=True)) <= net[k]
+            for k in range(len(net))
+        )
 
     def grow(counts: list[int], g: int) -> None:
         if g == len(groups):
