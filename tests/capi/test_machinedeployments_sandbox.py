@@ -178,7 +178,7 @@ def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox:
 def test_delete_removes_exactly_that_machine(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
         source = await _pool(client, "delete")
-        # Concurrent creates on one MD take their turn under its lock: one replica each.
+        # Concurrent creates on one MD wait together: one replica each, in one write.
         a, b = await asyncio.gather(*(provider.create(LaunchRequest(n, source)) for n in "ab"))
         assert a.ref != b.ref
         assert c.replicas(await _md(client, source)) == 2
@@ -324,5 +324,71 @@ def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: 
         assert c.replicas(await _md(client, source)) == 2
         assert racing.scale_writes == 2
         assert await _machine_names(client, source) == sorted([a.ref.name, b.ref.name])
+
+    _run(sandbox, scenario)
+
+
+class _ScaleWriteCounter:
+    """A client that counts the scale writes it sends."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.scale_writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
+        if kwargs.get("subresource") == "scale":
+            self.scale_writes += 1
+        return await self._client.patch(resource, name, patch, **kwargs)
+
+
+def test_parallel_launches_on_one_md_are_one_replicas_write(sandbox: Sandbox) -> None:
+    async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "parallel")
+        counting = _ScaleWriteCounter(client)
+        cache = ManagementCache(counting, None, "c")  # type: ignore[arg-type]
+        provider = MachineDeploymentProvider(counting, cache, machine_timeout=120.0)  # type: ignore[arg-type]
+        names = [f"claim-{i}" for i in range(12)]
+        launched = await asyncio.gather(*(provider.create(LaunchRequest(n, source)) for n in names))
+        assert sorted(m.nodeclaim for m in launched) == sorted(names)
+        assert len({m.ref for m in launched}) == 12
+        assert c.replicas(await _md(client, source)) == 12
+        assert len(await _machine_names(client, source)) == 12
+        # All twelve join the first round, so one write; a second only if CAPI changed replicas between.
+        assert counting.scale_writes <= 2, f"{counting.scale_writes} scale writes for 12 launches"
+        claims = {
+            c.name(machine): c.annotations_of(machine).get(NODECLAIM_ANNOTATION)
+            for machine in (await client.request("GET", c.MACHINES, namespace=source.namespace))["items"]
+        }
+        assert sorted(claims.values()) == sorted(names), "each Machine claimed by exactly one launch"
+
+    _run(sandbox, scenario)
+
+
+def test_a_delete_racing_a_launch_on_its_md_leaves_no_orphan(sandbox: Sandbox) -> None:
+    """Claim b launches while claim a's Machine is deleted: lowering replicas before b's Machine exists
+    would make the MachineSet keep a's marked Machine and never create b's."""
+
+    async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
+        source = await _pool(client, "delete-race")
+        a = await provider.create(LaunchRequest("a", source))
+        launching = asyncio.ensure_future(provider.create(LaunchRequest("b", source)))
+
+        async def scaled_for_b() -> bool:
+            return launching.done() or c.replicas(await _md(client, source)) == 2
+
+        await _eventually("the launch of b raising replicas", scaled_for_b)
+        await provider.delete(a.ref)
+        b = await launching
+        assert b.ref != a.ref
+
+        async def only_b_left() -> bool:
+            return await _machine_names(client, source) == [b.ref.name]
+
+        await _eventually(f"only {b.ref.name} left", only_b_left, timeout=120.0)
+        assert c.replicas(await _md(client, source)) == 1
+        assert (await provider.get(b.ref)).nodeclaim == "b"
 
     _run(sandbox, scenario)

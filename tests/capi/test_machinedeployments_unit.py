@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import CreateError, LaunchBlocked, LaunchRequest, MachineRef, RollingOut
 from kapstan.capi import contract as c
 from kapstan.capi.cache import ManagementCache
@@ -110,6 +111,10 @@ def _bump(obj: Object) -> None:
     obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
 
 
+def _scale_writes(api: FakeApi) -> list[Any]:
+    return [patch for plural, _, subresource, patch in api.patches if subresource == "scale"]
+
+
 def _provider(api: FakeApi) -> MachineDeploymentProvider:
     client: Client = api  # type: ignore[assignment]  # duck-typed stand-in for the four calls used
     # The reads' cache stays empty: create and delete decide from what they list, not from it.
@@ -142,7 +147,7 @@ def test_a_lost_race_on_replicas_is_re_read_not_forced() -> None:
     launched = asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
     assert launched.ref == MachineRef("ns", "pool-0"), "the other writer's Machine, found on the re-read"
     assert api.md["spec"]["replicas"] == 1, "not scaled again on top of the other writer's replica"
-    assert len([p for p in api.patches if p[2] == "scale"]) == 1
+    assert len(_scale_writes(api)) == 1
 
 
 def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
@@ -155,6 +160,7 @@ def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
 
     assert asyncio.run(both()) == ["pool-0", "pool-1", "pool-2"]
     assert api.md["spec"]["replicas"] == 3
+    assert len(_scale_writes(api)) == 1, "three launches waiting together are one replicas increase"
 
 
 def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
@@ -218,3 +224,85 @@ def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:
     with pytest.raises(RollingOut):
         asyncio.run(provider.trim("ns", "pool"))
     assert api.md["spec"]["replicas"] == 2
+
+
+def test_launches_beyond_the_max_size_fail_and_the_rest_scale_in_one_write() -> None:
+    api = FakeApi(replicas=1, machines=["m0"])
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
+    api.md["metadata"]["annotations"] = {c.MAX_SIZE_ANNOTATION: "3"}
+    provider = _provider(api)
+
+    async def four() -> list[object]:
+        creates = (provider.create(LaunchRequest(n, SOURCE)) for n in "abcd")
+        return await asyncio.gather(*creates, return_exceptions=True)
+
+    results = asyncio.run(four())
+    assert [type(r).__name__ for r in results] == [
+        "LaunchedMachine",
+        "LaunchedMachine",
+        "InsufficientCapacity",
+        "InsufficientCapacity",
+    ]
+    assert str(results[2]) == "launching nodeclaim c: MachineDeployment ns/pool is at its max size 3"
+    assert api.md["spec"]["replicas"] == 3
+    assert len(_scale_writes(api)) == 1
+
+
+def test_a_round_failure_reaches_every_waiter_in_its_own_words() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.md["metadata"]["annotations"] = {c.PAUSED_ANNOTATION: "true"}
+    provider = _provider(api)
+
+    async def both() -> list[object]:
+        creates = (provider.create(LaunchRequest(n, SOURCE)) for n in "ab")
+        return await asyncio.gather(*creates, return_exceptions=True)
+
+    assert [str(r) for r in asyncio.run(both())] == [
+        "launching nodeclaim a: MachineDeployment ns/pool is paused",
+        "launching nodeclaim b: MachineDeployment ns/pool is paused",
+    ]
+    assert api.patches == []
+
+
+def test_a_blocked_md_takes_back_only_the_replicas_its_rounds_added() -> None:
+    api = FakeApi(replicas=2, machines=["m0"])  # one replica on its way from someone else
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
+    api.stamp = False
+    provider = _provider(api)
+    blocked = "Scaling up from 2 to 4 replicas is blocked because TestMachineTemplate does not exist"
+
+    async def scale_then_block() -> list[object]:
+        creates = [asyncio.ensure_future(provider.create(LaunchRequest(n, SOURCE))) for n in "abc"]
+        while api.md["spec"]["replicas"] == 2:
+            await asyncio.sleep(0.005)
+        api.md["status"]["conditions"] = [{"type": "ScalingUp", "status": "True", "message": blocked}]
+        return await asyncio.gather(*creates, return_exceptions=True)
+
+    results = asyncio.run(scale_then_block())
+    assert [type(r).__name__ for r in results] == ["LaunchBlocked"] * 3
+    assert [len(_scale_writes(api)), api.md["spec"]["replicas"]] == [2, 2], "+2 for b and c, then -2"
+
+
+def test_a_delete_waits_for_the_machines_a_launch_scaled_for() -> None:
+    """A claim terminates while a launch on its MD waits for its new Machine: lowering replicas before
+    that Machine exists would make the MachineSet drop it instead of the one marked for deletion."""
+    api = FakeApi(replicas=1, machines=["m0"])
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
+    api.stamp = False  # the MachineSet is slow
+    provider = _provider(api)
+
+    async def race() -> tuple[int, int, str]:
+        launch = asyncio.ensure_future(provider.create(LaunchRequest("new", SOURCE)))
+        while api.md["spec"]["replicas"] < 2:
+            await asyncio.sleep(0.01)
+        delete = asyncio.ensure_future(provider.delete(MachineRef("ns", "m0")))
+        await asyncio.sleep(0.2)
+        replicas_before_stamp = api.md["spec"]["replicas"]
+        api.add_machine("pool-1")
+        launched = await launch
+        await delete
+        return replicas_before_stamp, api.md["spec"]["replicas"], launched.ref.name
+
+    before, after, machine = asyncio.run(race())
+    assert before == 2, "replicas not lowered while the launch's Machine was still to come"
+    assert (after, machine) == (1, "pool-1")

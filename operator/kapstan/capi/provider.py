@@ -182,8 +182,8 @@ class CloudProvider(Protocol):
         """Claim a Machine of ``request.source``'s MD for ``request.nodeclaim`` and return it.
 
         A Machine already claimed by the NodeClaim is returned as it is; else an unclaimed Machine of the MD
-        is claimed; else the MD is scaled up by one and the new Machine claimed. So a retry never adds a
-        second Machine. A worker-class source whose topology entry does not exist yet gets it added
+        is claimed; else the MD is scaled up by one and the new Machine claimed (launches on one MD that
+        wait together are one scale-up of +N). So a retry never adds a second Machine. A worker-class source whose topology entry does not exist yet gets it added
         first. Raises ``NotFound`` (no such MD or Cluster), ``Paused``, ``InsufficientCapacity`` (max size
         reached), ``LaunchBlocked`` (CAPI says scaling up is blocked) or ``CreateError`` (no Machine, or no
         MD for a new entry, appeared within ``request.wait``).

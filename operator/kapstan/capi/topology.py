@@ -9,6 +9,7 @@ next to the autoscaler annotations); the new MD starts at its min size, or 1.
 from __future__ import annotations
 
 from kapstan.capi import contract as c
+from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import NotFound, Paused
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client
@@ -17,12 +18,9 @@ from kapstan.kube.errors import ApiError
 
 async def add_entry(client: Client, source: FlavorSource, what: str) -> None:
     """Append the entry for ``source`` unless it is there; a lost race is left to the caller's next look."""
-    try:
-        cluster = await client.get(c.CLUSTERS, source.cluster, source.namespace)
-    except ApiError as error:
-        if error.not_found:
-            raise NotFound(f"{what}: Cluster {source.namespace}/{source.cluster} not found") from error
-        raise
+    cluster = await read_cluster(client, source.namespace, source.cluster)
+    if cluster is None:
+        raise NotFound(f"{what}: Cluster {source.namespace}/{source.cluster} not found")
     if c.cluster_paused(cluster):
         raise Paused(f"{what}: Cluster {source.namespace}/{source.cluster} is paused")
     entries = c.topology_entries(cluster)

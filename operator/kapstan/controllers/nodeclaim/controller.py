@@ -12,6 +12,12 @@ from kapstan.kube.controller import Controller, Result
 from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
 
+LAUNCH_CONCURRENCY = 256
+"""NodeClaims reconciled at once. A launch waits for its Machine (seconds, up to the launch timeout) and the
+launches on one MD wait together (the provider scales once for all of them), so a fleet scale-up of
+hundreds of claims needs hundreds in flight; each worker is a coroutine, not a thread. Karpenter's
+lifecycle controller runs 1,000."""
+
 
 class NodeClaimController:
     def __init__(
@@ -20,7 +26,7 @@ class NodeClaimController:
         provider: CloudProvider,
         lifecycle: Lifecycle,
         terminator: Terminator,
-        workers: int = 4,
+        workers: int = LAUNCH_CONCURRENCY,
         *,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
@@ -28,7 +34,6 @@ class NodeClaimController:
         self.lifecycle = lifecycle
         self.terminator = terminator
         self.cluster = state.view
-        # Several workers: a launch waits on its MD (up to a minute), claims of other MDs go on meanwhile.
         self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)
         state.nodes.add_handler(self._on_node)

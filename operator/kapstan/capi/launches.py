@@ -1,0 +1,256 @@
+"""Launches on one MachineDeployment wait together: N NodeClaims are one replicas write of +N.
+
+Each ``create`` joins its MD's waiting set and waits on a future; one task per MD serves the set in
+rounds. A round reads the MD, its Cluster and its Machines once from the API server for every waiter,
+hands each waiter the Machine already claimed for it (a retry), claims free Machines for the others,
+and raises replicas once for all that still lack one, counting replicas above the live Machines (an
+earlier round, or a process that crashed after scaling) as Machines already on their way for them: so a
+retry never scales twice. Between rounds the task waits for the management informers to show a change
+of the MD or its Machines (or ``poll_interval``), so Machines are claimed as the MachineSet stamps them.
+
+Rounds take the MD's lock, which deletes and trims of the MD take too, and so decide from counts nobody
+else is changing. Between rounds the lock is free, except while Machines are on their way (replicas
+above the Machines that exist): a delete lowering replicas then would make the MachineSet drop a Machine
+still to come instead of the one marked for deletion, so deletes wait until the new Machines exist.
+Launches never wait on the lock: they join the waiting set and the next round serves them. MDs are
+served in parallel, at most ``ROUNDS_AT_ONCE`` rounds at a time.
+
+The failures of issue 15 are kept: an MD whose ``ScalingUp`` condition says scaling up is blocked fails
+every waiter with ``LaunchBlocked`` and takes back the replicas its rounds added and no Machine came for;
+a waiter past its own deadline (what is left of its claim's launch timeout) fails with ``CreateError``;
+the waiters beyond the MD's max size fail with ``InsufficientCapacity``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kapstan.capi import contract as c
+from kapstan.capi import provider as p
+from kapstan.capi.cache import ManagementCache
+from kapstan.capi.mdapi import MachineDeploymentApi
+from kapstan.capi.reads import claim_of, deleting, launched
+from kapstan.kube.client import Object
+from kapstan.kube.store import Event
+
+ROUNDS_AT_ONCE = 16
+"""MDs whose rounds run at the same time: each is three reads and a few writes, so a fleet of hundreds of
+MDs scaling at once does not send the API server hundreds of requests in one instant."""
+
+MdKey = tuple[str, str]
+"""(namespace, name) of an MD."""
+
+
+@dataclass
+class _Waiter:
+    """A launch waiting for a Machine of its MD."""
+
+    nodeclaim: str
+    wait: float
+    deadline: float
+    """``time.monotonic()`` after which it fails with ``CreateError``."""
+    future: asyncio.Future[p.LaunchedMachine]
+    scaled_for: bool = False
+    """A round of this process added a replica for it (taken back if the MD turns out blocked)."""
+
+    @property
+    def pending(self) -> bool:
+        return not self.future.done()
+
+
+@dataclass
+class _Queue:
+    """An MD's waiting launches, by NodeClaim, and the task serving them while any wait."""
+
+    waiting: dict[str, _Waiter] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a launch joins or the informers show the MD or one of its Machines changed."""
+    server: asyncio.Task[None] | None = None
+
+
+class CoalescedLaunches:
+    def __init__(
+        self,
+        api: MachineDeploymentApi,
+        locks: defaultdict[MdKey, asyncio.Lock],
+        cache: ManagementCache,
+        *,
+        machine_timeout: float,
+        poll_interval: float,
+    ) -> None:
+        """``machine_timeout``: the longest a launch waits for its Machine; ``poll_interval``: the longest
+        between two rounds of an MD with launches waiting when the informers show no change."""
+        self._api = api
+        self._locks = locks
+        self._machine_timeout = machine_timeout
+        self._poll_interval = poll_interval
+        self._queues: dict[MdKey, _Queue] = {}
+        self._rounds = asyncio.Semaphore(ROUNDS_AT_ONCE)
+        cache.machines.add_handler(self._on_machine)
+        cache.machine_deployments.add_handler(self._on_machine_deployment)
+
+    async def create(self, request: p.LaunchRequest) -> p.LaunchedMachine:
+        what = f"launching nodeclaim {request.nodeclaim}"
+        key = await self._api.machine_deployment(request.source, what)
+        wait = self._machine_timeout if request.wait is None else min(request.wait, self._machine_timeout)
+        queue = self._queues.setdefault(key, _Queue())
+        waiter = queue.waiting.get(request.nodeclaim)
+        if waiter is None or not waiter.pending:
+            future = asyncio.get_running_loop().create_future()
+            waiter = _Waiter(request.nodeclaim, wait, time.monotonic() + wait, future)
+            queue.waiting[request.nodeclaim] = waiter
+        queue.changed.set()
+        if queue.server is None:
+            queue.server = asyncio.create_task(self._serve(key, queue))
+        # A cancelled caller (its reconcile was cancelled) must not cancel the launch: the round may be
+        # claiming its Machine, which a retry then finds.
+        return await asyncio.shield(waiter.future)
+
+    async def _serve(self, key: MdKey, queue: _Queue) -> None:
+        lock = self._locks[key]
+        held = False
+        try:
+            while True:
+                for name in [name for name, w in queue.waiting.items() if not w.pending]:
+                    del queue.waiting[name]
+                if not queue.waiting:
+                    return
+                queue.changed.clear()
+                if not held:
+                    await lock.acquire()
+                    held = True
+                try:
+                    async with self._rounds:
+                        on_the_way = await self._round(key, list(queue.waiting.values()))
+                except Exception as error:  # every waiter gets the failure of the round it waited on
+                    _fail(queue.waiting.values(), error)
+                    on_the_way = False
+                if not on_the_way:
+                    lock.release()
+                    held = False
+                if any(w.pending for w in queue.waiting.values()):
+                    await self._pause(queue.changed)
+        finally:
+            if held:
+                lock.release()
+            for waiter in queue.waiting.values():
+                waiter.future.cancel()  # only when the task itself is cancelled (the operator stops)
+            queue.server = None
+            del self._queues[key]
+
+    async def _pause(self, changed: asyncio.Event) -> None:
+        """Until the informers show a change, or ``poll_interval``; at least a moment, so the burst of
+        events one scale-up makes (each new Machine, then its status) is one round, not dozens."""
+        settle = min(0.1, self._poll_interval)
+        await asyncio.sleep(settle)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), self._poll_interval - settle)
+
+    async def _round(self, key: MdKey, waiters: list[_Waiter]) -> bool:
+        """One look at the MD for every waiter; True while Machines are on their way.
+
+        The errors it raises are worded without a subject (``what`` is empty): ``_fail`` gives each
+        waiter its own copy, "launching nodeclaim NAME: ..."."""
+        ns, name = key
+        md = await self._api.get_md(ns, name, "")
+        await self._api.refuse_if_paused(md, "")
+        machines = await self._api.machines(ns, name)
+        live = [m for m in machines if not deleting(m)]
+        by_claim = {w.nodeclaim: w for w in waiters}
+        for machine in live:
+            mine = by_claim.get(claim_of(machine))
+            if mine is not None and mine.pending:
+                mine.future.set_result(launched(machine))
+        free = [m for m in live if not claim_of(m)]
+        for waiter, machine in zip([w for w in waiters if w.pending], free, strict=False):
+            claimed = await self._api.claim(machine, waiter.nodeclaim)
+            if claimed is None:
+                # Someone changed that Machine: the next round looks again, before any scaling.
+                return _on_the_way(md, machines)
+            waiter.future.set_result(claimed)
+        unserved = [w for w in waiters if w.pending]
+        if not unserved:
+            return _on_the_way(md, machines)
+        blocked = c.scale_up_blocked(md)
+        if blocked:
+            await self._take_back(md, unserved, len(live))
+            raise p.LaunchBlocked(f": {c.display(md)}: {blocked}")
+        now = time.monotonic()
+        for waiter in [w for w in unserved if now > w.deadline]:
+            waiter.future.set_exception(
+                p.CreateError(
+                    f"launching nodeclaim {waiter.nodeclaim}: no new Machine of {ns}/{name} "
+                    f"within {waiter.wait:.0f}s"
+                )
+            )
+        unserved = [w for w in unserved if w.pending]
+        # Replicas above the live Machines are Machines on their way (an earlier round, or a process
+        # that crashed after scaling): they are the first unserved launches', so only the rest scale.
+        coming = max(0, c.replicas(md) - len(live))
+        if len(unserved) > coming and await self._scale_up(md, unserved[coming:]):
+            return True
+        return _on_the_way(md, machines)
+
+    async def _scale_up(self, md: Object, waiters: list[_Waiter]) -> bool:
+        """One replicas increase for every waiter the MD's max size leaves room for; the waiters beyond
+        it fail with ``InsufficientCapacity`` (their launch moves to another offering). False when
+        nothing was written (no room, or another writer changed replicas: the next round re-reads)."""
+        current = c.replicas(md)
+        maximum = c.size_bound(md, c.MAX_SIZE_ANNOTATION)
+        room = len(waiters) if maximum is None else max(0, min(len(waiters), maximum - current))
+        for waiter in waiters[room:]:
+            waiter.future.set_exception(
+                p.InsufficientCapacity(
+                    f"launching nodeclaim {waiter.nodeclaim}: {c.display(md)} is at its max size {maximum}"
+                )
+            )
+        if not room or not await self._api.scale(md, current + room):
+            return False
+        for waiter in waiters[:room]:
+            waiter.scaled_for = True
+        return True
+
+    async def _take_back(self, md: Object, unserved: list[_Waiter], live: int) -> None:
+        """No Machine will come: lower replicas by those this process added for the unserved waiters,
+        not by anyone else's (a leaked replica is the leaked-replica controller's to take back)."""
+        ours = sum(1 for w in unserved if w.scaled_for)
+        extra = min(ours, c.replicas(md) - live)
+        if extra > 0:
+            await self._api.scale(md, c.replicas(md) - extra)
+
+    def _on_machine(self, event: Event) -> None:
+        md_name = c.labels_of(event.object).get(c.DEPLOYMENT_NAME_LABEL, "")
+        self._changed((c.namespace(event.object), md_name))
+
+    def _on_machine_deployment(self, event: Event) -> None:
+        self._changed((c.namespace(event.object), c.name(event.object)))
+
+    def _changed(self, key: MdKey) -> None:
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.changed.set()
+
+
+def _on_the_way(md: Object, machines: list[Object]) -> bool:
+    """Whether replicas exceed the Machines the MachineSet counts (all but those already being deleted):
+    then Machines are still to be created."""
+    return c.replicas(md) > sum(1 for m in machines if not c.being_deleted(m))
+
+
+def _fail(waiters: Iterable[_Waiter], error: Exception) -> None:
+    """Fail each pending waiter with ``error``: a typed one reworded for its NodeClaim, anything else
+    (an outage, a bug) as it is."""
+    for waiter in waiters:
+        if not waiter.pending:
+            continue
+        if isinstance(error, p.ProviderError):
+            mine = type(error)(f"launching nodeclaim {waiter.nodeclaim}{error}")
+            mine.__cause__ = error.__cause__
+            waiter.future.set_exception(mine)
+        else:
+            waiter.future.set_exception(error)
