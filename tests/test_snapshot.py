@@ -17,6 +17,9 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 MI = 2**20 * 1000
 
 CATALOG = (SCENARIOS / "article-catalog-mds.yaml").read_text()
+AGENT_CPU, AGENT_MEMORY, ONE_POD = 100, 128 * MI, 1000
+"""The catalog's node agent DaemonSet requests (100m, 128Mi, a pod): set aside on every node that will run
+it and has no pod of it yet (snapshot_daemons)."""
 
 
 def snapshot_of(text: str) -> Snapshot:
@@ -104,10 +107,16 @@ spec: {containers: [{name: c}]}
 """)
     n1, cordoned = snapshot.nodes
     assert n1.node_pool == "default" and n1.labels["kubernetes.io/hostname"] == "n1"
-    assert n1.allocatable == {"cpu": 3900, "memory": 7 * 10**12, "pods": 110_000}
+    # The node agent tolerates every taint and the cordon: its room is set aside on both nodes.
+    assert n1.allocatable == {
+        "cpu": 3900 - AGENT_CPU,
+        "memory": 7 * 10**12 - AGENT_MEMORY,
+        "pods": 110_000 - ONE_POD,
+    }
     assert n1.taints == (Taint("dedicated", "NoSchedule", "db"),)
     assert [p.key for p in n1.pods] == ["db/running"]
-    assert cordoned.unschedulable and cordoned.node_pool is None and cordoned.allocatable == {"cpu": 2000}
+    assert cordoned.unschedulable and cordoned.node_pool is None
+    assert cordoned.allocatable == {"cpu": 2000 - AGENT_CPU}
     assert [p.key for p in snapshot.pods] == ["default/pending"]
     (pool,) = snapshot.node_pools
     assert pool.usage == {"cpu": 4000, "memory": 8 * 10**12, "pods": 110_000, "nodes": 1000}
@@ -133,7 +142,8 @@ def test_launching_nodeclaim_is_a_node_and_counts_against_limits() -> None:
     assert (
         node.labels["topology.kubernetes.io/zone"] == "nova" and node.labels["kubernetes.io/arch"] == "amd64"
     )
-    assert node.allocatable == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000}
+    # Its node agent will take its share once it joins: that is no room for pending pods.
+    assert node.allocatable == {"cpu": 2000 - AGENT_CPU, "memory": 4 * 10**12 - AGENT_MEMORY, "pods": 109_000}
     assert snapshot.node_pools[0].usage == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000, "nodes": 1000}
 
 
@@ -164,7 +174,7 @@ def test_a_joining_node_is_what_its_claim_says_until_initialized() -> None:
     (node,) = snapshot_of(JOINED % "False").nodes
     assert node.name == "machine-1" and node.node_pool == "default"
     assert node.labels["node.kubernetes.io/instance-type"] == "c3-4"
-    assert node.allocatable == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000}
+    assert node.allocatable == {"cpu": 2000 - AGENT_CPU, "memory": 4 * 10**12 - AGENT_MEMORY, "pods": 109_000}
     assert node.taints == (Taint("dedicated", "NoSchedule", "db"),)  # not ephemeral: it stays
     (ready,) = snapshot_of(JOINED % "True").nodes
     assert {t.key for t in ready.taints} == {
@@ -461,10 +471,10 @@ def test_pods_planned_on_a_launching_claim_stay_on_it_while_they_fit() -> None:
     planned = {f"default/p{i}": "default-abcde" for i in range(3)}  # p3 came later, it has no claim
     snapshot = _planned_on(CLAIM + pods, planned)
     (node,) = snapshot.nodes
-    # The c3-4 claim (2 CPU) takes back p0 and p1; p2 no longer fits (its room went, say, to a smaller
-    # fallback flavor), so it is planned again with p3.
-    assert [pod.key for pod in node.pods] == ["default/p0", "default/p1"]
-    assert [pod.key for pod in snapshot.pods] == ["default/p2", "default/p3"]
+    # The c3-4 claim (2 CPU, 1.9 beside its node agent) takes back p0; p1 and p2 no longer fit (their room
+    # went, say, to a smaller fallback flavor), so they are planned again with p3.
+    assert [pod.key for pod in node.pods] == ["default/p0"]
+    assert [pod.key for pod in snapshot.pods] == ["default/p1", "default/p2", "default/p3"]
     assert [pod.key for pod in snapshot_of(CLAIM + pods).pods] == [f"default/p{i}" for i in range(4)]
 
 
@@ -481,3 +491,46 @@ def test_pods_planned_on_an_initialized_or_deleting_claim_are_pending() -> None:
     assert [pod.key for pod in _planned_on(deleting + pods, {"default/p0": "default-abcde"}).pods] == [
         "default/p0"
     ]
+
+
+AGENT_POD = """
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: node-agent-%s
+  namespace: kube-system
+  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: node-agent, uid: "1"}]
+spec:
+  nodeName: %s
+  containers: [{name: agent, resources: {requests: {cpu: 100m, memory: 128Mi}}}]
+"""
+
+
+def test_a_node_running_its_daemonset_pod_keeps_its_allocatable_and_counts_the_pod() -> None:
+    (node,) = snapshot_of(JOINED % "False" + AGENT_POD % ("x", "machine-1")).nodes
+    assert node.allocatable == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000}
+    assert [pod.key for pod in node.pods] == ["kube-system/node-agent-x"]
+
+
+def test_no_room_is_set_aside_for_a_daemonset_the_node_does_not_admit() -> None:
+    picky = CATALOG.replace("        - operator: Exists\n", "        - {key: other, operator: Exists}\n")
+    assert picky != CATALOG
+    manifests = load_text(picky + "\n---\n" + JOINED % "False")
+    (node,) = build_snapshot(manifests).nodes
+    # The agent does not tolerate the claim's "dedicated" taint: it will not run there.
+    assert node.allocatable == {"cpu": 2000, "memory": 4 * 10**12, "pods": 110_000}
+
+
+def test_pending_pods_are_not_planned_into_the_room_of_a_joining_nodes_daemonset(engine: str) -> None:
+    """Issue 14: the next batch filled the room the node agent was promised, kube-scheduler bound those
+    pods first and the agent stayed Pending on a full node."""
+    joining = (JOINED % "False").replace("  - {key: dedicated, value: db, effect: NoSchedule}\n", "")
+    late = PENDING_1CPU.replace('cpu: "1"', "cpu: 1950m").replace("name: p%d", "name: late")
+    snapshot = snapshot_of(joining + late)
+    assert [node.name for node in snapshot.nodes] == ["machine-1"] and snapshot.nodes[0].taints == ()
+    plan = solve(snapshot, engine)
+    assert validate(snapshot, plan) == []
+    # 1950m fits the c3-4's 2 CPU, not the 1.9 left beside its node agent: a new claim, not machine-1.
+    assert dict(plan.existing_nodes).get("machine-1", ()) == ()
+    assert [c.pods for c in plan.node_claims] == [("default/late",)]

@@ -2,15 +2,16 @@
 
 Pending pods are the workloads' pods (named `<workload>-<i>`) and the bare Pods not bound to a node, in
 manifest order; bound Pods sit on their Nodes; in-flight NodeClaims become nodes of their flavor;
-DaemonSets become per-node overhead; NodePools get their limits, their usage and the catalog's flavors.
-This is the entry point; how pods are converted is `snapshot_pods`, how nodes and in-flight claims are
-`snapshot_nodes`, and the bounds that keep the engines exact `snapshot_bounds`.
+DaemonSets become per-node overhead, and room set aside on the nodes that do not run their pod yet;
+NodePools get their limits, their usage and the catalog's flavors. This is the entry point; how pods are
+converted is `snapshot_pods`, how nodes and in-flight claims are `snapshot_nodes`, the DaemonSets' room
+on those nodes `snapshot_daemons`, and the bounds that keep the engines exact `snapshot_bounds`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
@@ -20,6 +21,7 @@ from kapstan.catalog import Catalog, build_catalog, node_class_settings
 from kapstan.catalog.catalog import SkipSource
 from kapstan.scheduling.model import InstanceType, NodePool, NodeSelectorRequirement, Pod, Snapshot
 from kapstan.snapshot_bounds import check_pod_count, check_request_totals, saturated
+from kapstan.snapshot_daemons import daemonsets_by_node, reserve_daemonset_room
 from kapstan.snapshot_nodes import (
     claims_by_node,
     claims_on_the_way,
@@ -71,10 +73,26 @@ def build_simulation_input(
     claims = claims_by_node(manifests)
     deleting = deleting_nodes(manifests, claims)
     on_the_way = claims_on_the_way(manifests, claims, instance_types)
-    room = {node: dict(allocatable) for node, allocatable in on_the_way.values()}
+    daemonsets = tuple(convert_daemonset(ds, namespace_labels) for ds in manifests.daemonsets)
+    pods = manifests.pods()
+    # The nodes without their pods first: what their DaemonSets will take is not room for pending pods.
+    shells = reserve_daemonset_room(
+        [
+            *(
+                convert_node(node, (), claims.get(node.name))
+                for node in manifests.nodes
+                if node.name not in deleting
+            ),
+            *in_flight(manifests, instance_types, {}),
+        ],
+        daemonsets,
+        daemonsets_by_node(pods),
+    )
+    allocatable_of = {node.name: node.allocatable for node in shells}
+    room = {node: dict(allocatable_of.get(node, allocatable)) for node, allocatable in on_the_way.values()}
     pending: list[Pod] = []
     bound: dict[str, list[Pod]] = {}
-    for pod in manifests.pods():
+    for pod in pods:
         if pod.finished or (not pod.spec.node_name and owned_by_daemonset(pod)):
             continue
         if pod.spec.node_name in deleting:
@@ -90,12 +108,7 @@ def build_simulation_input(
             bound.setdefault(claim_node, []).append(converted)
         else:
             pending.append(converted)
-    nodes = [
-        convert_node(node, tuple(bound.get(node.name, ())), claims.get(node.name))
-        for node in manifests.nodes
-        if node.name not in deleting
-    ]
-    nodes += in_flight(manifests, instance_types, bound)
+    nodes = [replace(node, pods=tuple(bound.get(node.name, ()))) for node in shells]
     usage = pool_usage(manifests, instance_types)
     snapshot = Snapshot(
         pods=tuple(pending),
@@ -104,7 +117,7 @@ def build_simulation_input(
             _node_pool(pool, usage.get(pool.name, {}), catalog) for pool in manifests.node_pools
         ),
         nodes=tuple(nodes),
-        daemonsets=tuple(convert_daemonset(ds, namespace_labels) for ds in manifests.daemonsets),
+        daemonsets=daemonsets,
         namespace_labels=namespace_labels,
     )
     check_request_totals(snapshot)
