@@ -22,8 +22,10 @@ from kapstan.api.wellknown import (
 from kapstan.capi import InsufficientCapacity, LaunchRequest, Paused
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Lifecycle, NodeClaimController, Terminator, Timeouts
+from kapstan.controllers.nodeclaim.registration import DAEMONSET_GRACE, DAEMONSET_POLL
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
+from kapstan.kube.kinds import DAEMONSETS
 
 TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
 STARTUP = {"key": "example.com/agent", "effect": "NoSchedule"}
@@ -122,6 +124,79 @@ def test_registration_syncs_labels_and_taints_onto_the_node_and_removes_the_unre
     registered = w.claim_now(name)
     assert cond.is_true(registered, REGISTERED) and registered["status"]["nodeName"] == "node-a"
     assert w.api.reasons(name)[-1] == REGISTERED
+
+
+def _agent(w: World, tolerations: list[Object]) -> None:
+    """A node agent DaemonSet (default/agent, the fake pods' owner) on every node of the pool."""
+    template = {
+        "metadata": {"labels": {"app": "agent"}},
+        "spec": {
+            "nodeSelector": {"karpenter.sh/nodepool": POOL},
+            "tolerations": tolerations,
+            "containers": [{"name": "agent", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template},
+    }
+    w.api.put(DAEMONSETS, body)
+
+
+def _node_taints(w: World, name: str) -> list[str]:
+    node = w.state.nodes.store.get(name)
+    assert node is not None
+    return [t["key"] for t in node["spec"]["taints"]]
+
+
+def test_a_node_keeps_the_unregistered_taint_until_its_daemonset_pods_are_bound() -> None:
+    """Issue 14: removing the taint with the label sync let pending pods fill the Node before the
+    DaemonSet controller made its pod, which then stayed Pending on a full Node."""
+    w = world()
+    _agent(w, [{"operator": "Exists"}])
+    launched = _launched(w, "c3-4")
+    name = launched["metadata"]["name"]
+    w.node("node-a", launched["status"]["providerID"])
+    assert _run(w, launched).requeue_after == DAEMONSET_POLL
+    node = w.state.nodes.store.get("node-a")
+    assert node is not None and node["metadata"]["labels"]["karpenter.sh/nodepool"] == POOL
+    assert _node_taints(w, "node-a") == [UNREGISTERED_TAINT_KEY]
+    assert not cond.is_true(w.claim_now(name), REGISTERED)
+    w.clock.advance(DAEMONSET_POLL)
+    assert _run(w, launched).requeue_after == DAEMONSET_POLL  # still no agent pod there
+    w.pod("agent-x", "node-a", daemonset=True)
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == []
+    assert cond.is_true(w.claim_now(name), REGISTERED)
+
+
+def test_a_daemonset_pod_that_never_comes_holds_the_node_no_longer_than_the_grace() -> None:
+    w = world()
+    _agent(w, [{"operator": "Exists"}])
+    launched = _launched(w, "c3-4")
+    w.node("node-a", launched["status"]["providerID"])
+    _run(w, launched)
+    w.clock.advance(DAEMONSET_GRACE - 1)
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == [UNREGISTERED_TAINT_KEY]
+    w.clock.advance(2)
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == [] and cond.is_true(
+        w.claim_now(launched["metadata"]["name"]), REGISTERED
+    )
+
+
+def test_a_daemonset_that_cannot_land_before_registration_is_not_waited_for() -> None:
+    w = world()
+    _agent(w, [])  # no toleration of the unregistered taint: it schedules only once the taint is gone
+    launched = _launched(w, "c3-4")
+    w.node("node-a", launched["status"]["providerID"])
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == [] and cond.is_true(
+        w.claim_now(launched["metadata"]["name"]), REGISTERED
+    )
 
 
 def test_initialization_waits_for_ready_and_the_startup_taints_then_marks_the_claim_and_node() -> None:

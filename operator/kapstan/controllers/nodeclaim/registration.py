@@ -4,24 +4,47 @@ The providerID is copied from the Machine first when the provider did not know i
 kapstan copies the claim's labels and taints onto the Node and removes ``karpenter.sh/unregistered``, so
 no pod lands there before the Node is what the claim promised. A claim with no Node
 ``Timeouts.registration`` after its launch is given up.
+
+DaemonSets first (docs/architecture.md#daemonsets-first): when a DaemonSet whose pod tolerates the
+unregistered taint will run on the Node, the labels and taints are synced with that taint kept, and the
+taint comes off once each such DaemonSet has its pod bound there (at most ``DAEMONSET_GRACE`` after the
+Node joined). Taking
+it off together with the labels let kube-scheduler fill the Node with pending pods before the DaemonSet
+controller had even made its pod (the labels are what its node selector matches), and the DaemonSet pod
+stayed Pending on a full Node (issue 14).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kapstan.api.errors import ManifestError
+from kapstan.api.manifests import Manifests
 from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.indexes import NODE_NAME
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
+from kapstan.scheduling.model import DaemonSet, Taint
+from kapstan.snapshot_daemons import daemonsets_to_come
+from kapstan.snapshot_pods import convert_daemonset
 
 log = logging.getLogger(__name__)
+
+DAEMONSET_GRACE = 30.0
+"""Seconds after a Node joined that its unregistered taint may stay for its DaemonSets' pods: they are bound
+within seconds when the DaemonSet controller and kube-scheduler keep up; one that never comes (a DaemonSet
+whose pod does not fit) must not keep the Node from its pods for longer. Counted from the Node's creation,
+so a restarted operator does not wait again."""
+DAEMONSET_POLL = 1.0
+"""Seconds between looks while a Node waits for its DaemonSets (a pod binding is no NodeClaim event)."""
 
 
 class Registration:
@@ -50,11 +73,19 @@ class Registration:
         node_name = entry.node_meta.name
         spec = claim.get("spec", {})
         wanted_taints = [*spec.get("taints", []), *spec.get("startupTaints", [])]
-        taints = [
-            t for t in node.get("spec", {}).get("taints") or [] if t.get("key") != UNREGISTERED_TAINT_KEY
-        ]
-        taints += [t for t in wanted_taints if not any(same_taint(t, have) for have in taints)]
+        have = node.get("spec", {}).get("taints") or []
+        unregistered = [t for t in have if t.get("key") == UNREGISTERED_TAINT_KEY]
+        taints = [t for t in have if t.get("key") != UNREGISTERED_TAINT_KEY]
+        taints += [t for t in wanted_taints if not any(same_taint(t, kept) for kept in taints)]
         labels = {**claim_meta.labels, REGISTERED_LABEL: "true"}
+        if unregistered and self._daemonsets_first(node_name, node, labels, [*taints, *unregistered]):
+            if not self._synced(node, labels, [*taints, *unregistered]):
+                patch = {
+                    "metadata": {"labels": labels, "resourceVersion": entry.node_meta.resource_version},
+                    "spec": {"taints": [*taints, *unregistered]},
+                }
+                await self.steps.state.workload.patch(NODES, node_name, patch)
+            return Result(requeue_after=DAEMONSET_POLL)
         patch = {
             "metadata": {"labels": labels, "resourceVersion": entry.node_meta.resource_version},
             "spec": {"taints": taints},
@@ -68,6 +99,45 @@ class Registration:
         log.info("registered", extra={"nodeclaim": claim_meta.name, "node": node_name})
         await self.steps.events.emit(claim, "Normal", REGISTERED, f"Node {node_name} registered")
         return Result()
+
+    def _daemonsets_first(
+        self, node_name: str, node: Object, labels: Mapping[str, str], taints: list[Object]
+    ) -> bool:
+        """Whether the unregistered taint stays for now: a DaemonSet whose pod tolerates ``taints`` (the
+        unregistered one among them) will run on the synced Node and has no pod bound there yet, and the
+        Node joined less than the grace ago."""
+        joined = Meta.of(node).created
+        if joined is None or self.steps.age(joined) >= DAEMONSET_GRACE:
+            return False
+        daemonsets = self._daemonsets()
+        if not daemonsets:
+            return False
+        node_labels = {**Meta.of(node).labels, **labels}
+        model_taints = [Taint(t["key"], t["effect"], t.get("value", "")) for t in taints]
+        there = {
+            f"{Meta.of(pod).namespace}/{owner.get('name')}"
+            for pod in self.steps.state.pods.store.by_index(NODE_NAME, node_name)
+            for owner in pod.get("metadata", {}).get("ownerReferences") or []
+            if owner.get("kind") == "DaemonSet"
+        }
+        return bool(daemonsets_to_come(node_labels, model_taints, daemonsets, there))
+
+    def _daemonsets(self) -> list[DaemonSet]:
+        """The DaemonSets as the snapshot sees them (one the models refuse is left out here, as the
+        provisioner's gather reports it)."""
+        manifests = Manifests()
+        for obj in self.steps.state.daemonsets.store.objects():
+            with contextlib.suppress(ManifestError):
+                manifests.add(obj)
+        return [convert_daemonset(ds, {}) for ds in manifests.daemonsets]
+
+    @staticmethod
+    def _synced(node: Object, labels: Mapping[str, str], taints: list[Object]) -> bool:
+        have = Meta.of(node).labels
+        if any(have.get(key) != value for key, value in labels.items()):
+            return False
+        present = node.get("spec", {}).get("taints") or []
+        return len(present) == len(taints) and all(any(same_taint(t, p) for p in present) for t in taints)
 
     async def _check_timeout(self, claim: Object) -> Result:
         timeouts = self.steps.timeouts
