@@ -306,3 +306,23 @@ def test_a_delete_waits_for_the_machines_a_launch_scaled_for() -> None:
     before, after, machine = asyncio.run(race())
     assert before == 2, "replicas not lowered while the launch's Machine was still to come"
     assert (after, machine) == (1, "pool-1")
+
+
+def test_a_cancelled_launch_leaves_the_others_waiting_on_its_md_served() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    provider = _provider(api)
+
+    async def cancel_one() -> tuple[bool, str]:
+        a = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
+        b = asyncio.ensure_future(provider.create(LaunchRequest("b", SOURCE)))
+        while api.md["spec"]["replicas"] < 2:
+            await asyncio.sleep(0.005)
+        a.cancel()
+        api.add_machine("pool-0")
+        api.add_machine("pool-1")
+        launched = await b
+        return a.cancelled(), launched.nodeclaim
+
+    assert asyncio.run(cancel_one()) == (True, "b")
+    assert api.md["spec"]["replicas"] == 2 and len(_scale_writes(api)) == 1

@@ -62,6 +62,15 @@ class _Waiter:
     def pending(self) -> bool:
         return not self.future.done()
 
+    def resolve(self, machine: p.LaunchedMachine) -> None:
+        """Hand the launch its Machine, unless it is over (served, failed, or its caller cancelled)."""
+        if self.pending:
+            self.future.set_result(machine)
+
+    def fail(self, error: BaseException) -> None:
+        if self.pending:
+            self.future.set_exception(error)
+
 
 @dataclass
 class _Queue:
@@ -107,9 +116,10 @@ class CoalescedLaunches:
         queue.changed.set()
         if queue.server is None:
             queue.server = asyncio.create_task(self._serve(key, queue))
-        # A cancelled caller (its reconcile was cancelled) must not cancel the launch: the round may be
-        # claiming its Machine, which a retry then finds.
-        return await asyncio.shield(waiter.future)
+        # A cancelled caller (its reconcile was cancelled, the operator stops leading) cancels its own
+        # future only: the rounds leave it out from then on, and a Machine a round was claiming for it
+        # meanwhile stays claimed for the NodeClaim, where a retry finds it.
+        return await waiter.future
 
     async def _serve(self, key: MdKey, queue: _Queue) -> None:
         lock = self._locks[key]
@@ -164,15 +174,15 @@ class CoalescedLaunches:
         by_claim = {w.nodeclaim: w for w in waiters}
         for machine in live:
             mine = by_claim.get(claim_of(machine))
-            if mine is not None and mine.pending:
-                mine.future.set_result(launched(machine))
+            if mine is not None:
+                mine.resolve(launched(machine))
         free = [m for m in live if not claim_of(m)]
         for waiter, machine in zip([w for w in waiters if w.pending], free, strict=False):
             claimed = await self._api.claim(machine, waiter.nodeclaim)
             if claimed is None:
                 # Someone changed that Machine: the next round looks again, before any scaling.
                 return _on_the_way(md, machines)
-            waiter.future.set_result(claimed)
+            waiter.resolve(claimed)
         unserved = [w for w in waiters if w.pending]
         if not unserved:
             return _on_the_way(md, machines)
@@ -182,7 +192,7 @@ class CoalescedLaunches:
             raise p.LaunchBlocked(f": {c.display(md)}: {blocked}")
         now = time.monotonic()
         for waiter in [w for w in unserved if now > w.deadline]:
-            waiter.future.set_exception(
+            waiter.fail(
                 p.CreateError(
                     f"launching nodeclaim {waiter.nodeclaim}: no new Machine of {ns}/{name} "
                     f"within {waiter.wait:.0f}s"
@@ -204,7 +214,7 @@ class CoalescedLaunches:
         maximum = c.size_bound(md, c.MAX_SIZE_ANNOTATION)
         room = len(waiters) if maximum is None else max(0, min(len(waiters), maximum - current))
         for waiter in waiters[room:]:
-            waiter.future.set_exception(
+            waiter.fail(
                 p.InsufficientCapacity(
                     f"launching nodeclaim {waiter.nodeclaim}: {c.display(md)} is at its max size {maximum}"
                 )
@@ -251,6 +261,6 @@ def _fail(waiters: Iterable[_Waiter], error: Exception) -> None:
         if isinstance(error, p.ProviderError):
             mine = type(error)(f"launching nodeclaim {waiter.nodeclaim}{error}")
             mine.__cause__ = error.__cause__
-            waiter.future.set_exception(mine)
+            waiter.fail(mine)
         else:
-            waiter.future.set_exception(error)
+            waiter.fail(error)
