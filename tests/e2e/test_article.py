@@ -46,11 +46,14 @@ def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(article_r
         return await run.running_pods("inflate") == 2
 
     e2e(run.wait_for("both inflate pods Running", both_running, 180))
+
+    async def both_initialized() -> bool:
+        return await run.initialized_claims() == 2
+
+    e2e(run.wait_for("both claims Launched, Registered and Initialized", both_initialized, 60))
     claims = e2e(run.claims())
     assert len(claims) == 2
     for claim in claims:
-        kinds = {cond["type"] for cond in claim["status"]["conditions"] if cond["status"] == "True"}
-        assert {"Launched", "Registered", "Initialized"} <= kinds
         assert claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "c3-4"
     machines = e2e(run.machines())
     assert _flavors(machines) == {"capi-ovh-karpenter": 2}

@@ -123,9 +123,12 @@ def test_containerised_kapstan_run_provisions_a_node_for_a_pending_pod(
         return await run.running_pods("inflate") == 1
 
     e2e(run.wait_for("the inflate pod Running on a node the container provisioned", pod_running, 240))
+
+    async def initialized() -> bool:
+        return await run.initialized_claims() == 1
+
+    e2e(run.wait_for("the claim Launched, Registered and Initialized", initialized, 60))
     (claim,) = e2e(run.claims())
-    kinds = {cond["type"] for cond in claim["status"]["conditions"] if cond["status"] == "True"}
-    assert {"Launched", "Registered", "Initialized"} <= kinds
     (machine,) = e2e(run.machines())
     assert machine["metadata"]["annotations"].get("kapstan.io/nodeclaim") == claim["metadata"]["name"]
     url = f"http://127.0.0.1:{operator.metrics_port}/metrics"

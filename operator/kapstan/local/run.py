@@ -135,6 +135,17 @@ class KapstanRun:
         found = await wl.request("GET", NODECLAIMS, params={"labelSelector": f"{NODEPOOL}={self.pool}"})
         return list(found.get("items", []))
 
+    async def initialized_claims(self) -> int:
+        """How many of the run's NodeClaims are Launched, Registered and Initialized. Wait for it rather than
+        read it once the pods run: kube-scheduler may start them a moment before kapstan writes Initialized."""
+        done = {"Launched", "Registered", "Initialized"}
+        return sum(
+            1
+            for claim in await self.claims()
+            if done
+            <= {c["type"] for c in claim.get("status", {}).get("conditions", []) if c["status"] == "True"}
+        )
+
     async def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
         """Await ``check()`` (a coroutine function) until truthy; fail naming ``what`` and the timeline."""
         deadline = time.monotonic() + timeout
