@@ -9,9 +9,13 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::model::{Pod, Snapshot, Taint, TopologySpreadConstraint, HOSTNAME};
+use super::model::{
+    NodeSelectorRequirement, Pairs, Pod, Snapshot, Taint, Toleration, TopologySpreadConstraint,
+    HOSTNAME,
+};
 use super::topology::{
     min_count, spread_filter, spread_group, spread_universe, term_group, untolerated, Group,
+    NodeFilter,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -37,10 +41,46 @@ pub struct TopologyCounts {
     carried: HashMap<usize, Vec<usize>>,
     /// Hostname group -> number of planned claims holding at least one of its pods.
     pub claims_holding: HashMap<usize, i64>,
-    universes: HashMap<String, BTreeSet<String>>,
+    universes: HashMap<UniverseKey, BTreeSet<String>>,
     selecting: HashMap<usize, Rc<[usize]>>,
     /// Per pod (arena id), the group of each of its required anti-affinity terms.
     anti_of: HashMap<usize, Rc<[usize]>>,
+}
+
+/// What `spread_universe` reads of a pod and its constraint: pods alike in all of it share the domains.
+/// (A struct rather than a formatted signature: one of these per pending pod's spread constraint.)
+#[derive(PartialEq, Eq, Hash)]
+struct UniverseKey {
+    topology_key: String,
+    node_affinity_policy: String,
+    node_taints_policy: String,
+    /// Sorted.
+    node_selector: Pairs<String>,
+    required_terms: Vec<Vec<NodeSelectorRequirement>>,
+    /// Only under nodeTaintsPolicy Honor (else empty).
+    tolerations: Vec<Toleration>,
+    nodes: Option<NodeFilter>,
+}
+
+impl UniverseKey {
+    fn of(pod: &Pod, constraint: &TopologySpreadConstraint, nodes: &Option<NodeFilter>) -> Self {
+        let mut node_selector = pod.node_selector.clone();
+        node_selector.sort();
+        let honor_taints = constraint.node_taints_policy == "Honor";
+        UniverseKey {
+            topology_key: constraint.topology_key.clone(),
+            node_affinity_policy: constraint.node_affinity_policy.clone(),
+            node_taints_policy: constraint.node_taints_policy.clone(),
+            node_selector,
+            required_terms: pod.required_terms.clone(),
+            tolerations: if honor_taints {
+                pod.tolerations.clone()
+            } else {
+                Vec::new()
+            },
+            nodes: nodes.clone(),
+        }
+    }
 }
 
 impl TopologyCounts {
@@ -60,41 +100,29 @@ impl TopologyCounts {
         self.index[group]
     }
 
+    /// The domains the pod's spread constraint is measured over (`spread_universe`), worked out once
+    /// per `UniverseKey`; `nodes` is the constraint's node filter for the pod (`spread_filter`), which
+    /// the caller has already made for the constraint's group.
     pub fn universe(
         &mut self,
         snapshot: &Snapshot,
         pod: &Pod,
         constraint: &TopologySpreadConstraint,
+        nodes: &Option<NodeFilter>,
     ) -> BTreeSet<String> {
-        let mut selector: Vec<_> = pod.node_selector.clone();
-        selector.sort();
-        let honor_taints = constraint.node_taints_policy == "Honor";
-        let signature = format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
-            constraint.topology_key,
-            constraint.node_affinity_policy,
-            constraint.node_taints_policy,
-            selector,
-            pod.required_terms,
-            if honor_taints {
-                &pod.tolerations[..]
-            } else {
-                &[]
-            },
-            spread_filter(pod, constraint),
-        );
-        if let Some(found) = self.universes.get(&signature) {
+        let key = UniverseKey::of(pod, constraint, nodes);
+        if let Some(found) = self.universes.get(&key) {
             return found.clone();
         }
         let found = spread_universe(snapshot, pod, constraint);
-        self.universes.insert(signature, found.clone());
+        self.universes.insert(key, found.clone());
         found
     }
 
     /// Create every group any pod's constraints mention, and the hard spread rules of the pending pods
     /// (`pods` in arena order, the pending ones from `first_pending`; a bound pod's constraints were
     /// checked when it was scheduled).
-    pub fn register(&mut self, snapshot: &Snapshot, pods: &[Pod], first_pending: usize) {
+    pub fn register(&mut self, snapshot: &Snapshot, pods: &[&Pod], first_pending: usize) {
         for pod in pods {
             for term in pod.affinity.iter().chain(&pod.anti_affinity) {
                 self.group_id(term_group(term));
@@ -111,7 +139,11 @@ impl TopologyCounts {
                 self.anti_owners.entry(id).or_default();
             }
             for constraint in &pod.spread {
-                self.group_id(spread_group(pod, constraint));
+                self.group_id(spread_group(
+                    pod,
+                    constraint,
+                    spread_filter(pod, constraint),
+                ));
             }
         }
         for (id, pod) in pods.iter().enumerate().skip(first_pending) {
@@ -120,10 +152,12 @@ impl TopologyCounts {
                 if constraint.when_unsatisfiable != "DoNotSchedule" {
                     continue;
                 }
+                let group = spread_group(pod, constraint, spread_filter(pod, constraint));
+                let universe = self.universe(snapshot, pod, constraint, &group.nodes);
                 let rule = SpreadRule {
-                    group: self.index[&spread_group(pod, constraint)],
+                    group: self.index[&group],
                     constraint: constraint.clone(),
-                    universe: self.universe(snapshot, pod, constraint),
+                    universe,
                 };
                 let at = match self.rule_index.get(&rule) {
                     Some(&at) => at,

@@ -39,7 +39,7 @@ pub fn exact(s: &mut Scheduler) {
         .iter()
         .flat_map(|&i| s.claim(i).expect("present").pods.clone())
         .collect();
-    pods.sort_by_cached_key(|&p| biggest_first(&s.pods[p]));
+    pods.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
     if pods.is_empty() || pods.len() > MAX_PODS {
         return;
     }
@@ -120,7 +120,7 @@ fn shapes(s: &Scheduler, pods: &[usize]) -> Vec<Vec<usize>> {
     for &pod in pods {
         let mine = level(&s.placed_prefs[&pod]);
         let found = shapes.iter().position(|shape| {
-            same_pod(&s.pods[shape[0]], &s.pods[pod]) && level(&s.placed_prefs[&shape[0]]) == mine
+            same_pod(s.pods[shape[0]], s.pods[pod]) && level(&s.placed_prefs[&shape[0]]) == mine
         });
         match found {
             Some(at) => shapes[at].push(pod),

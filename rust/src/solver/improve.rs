@@ -210,7 +210,7 @@ pub(super) fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
             let domain = |key: &str| claim.domain(key);
             let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
-                .record(pod, &s.pods[pod], &domain, &taints, -1, true);
+                .record(pod, s.pods[pod], &domain, &taints, -1, true);
         }
         s.pools[claim.view].charge(None, Some(claim.chosen()));
         taken.push(claim);
@@ -225,7 +225,7 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
             let domain = |key: &str| claim.domain(key);
             let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
-                .record(pod, &s.pods[pod], &domain, &taints, 1, true);
+                .record(pod, s.pods[pod], &domain, &taints, 1, true);
         }
         // Back where its index puts it (claims stay sorted by index).
         let at = s.claims.partition_point(|c| c.index < claim.index);
@@ -248,7 +248,7 @@ fn replace(
     cache: &mut ChecksCache,
 ) -> Option<Vec<usize>> {
     let mut order = pods.to_vec();
-    order.sort_by_cached_key(|&p| biggest_first(&s.pods[p]));
+    order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
     let mut created: Vec<usize> = Vec::new();
     for pod in order {
         *budget -= 1;

@@ -3,6 +3,7 @@
 pub mod counts;
 pub mod exact;
 pub mod exact_search;
+pub mod flavor_test;
 pub mod greedy;
 pub mod improve;
 pub mod model;

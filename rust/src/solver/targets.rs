@@ -51,22 +51,6 @@ impl OfferingKinds {
     }
 }
 
-/// What one set of requirements asks of offerings, for a pass over many flavors: whether it
-/// constrains zone or capacity type at all, and (worked out on first use) which offering pairs it allows.
-pub struct Offers {
-    constrained: bool,
-    mask: std::cell::OnceCell<Vec<bool>>,
-}
-
-impl Offers {
-    pub fn of(reqs: &Reqs) -> Offers {
-        Offers {
-            constrained: reqs.get(ZONE).is_some() || reqs.get(CAPACITY_TYPE).is_some(),
-            mask: std::cell::OnceCell::new(),
-        }
-    }
-}
-
 /// One instance type as one NodePool sees it: allocatable minus that pool's DaemonSet overhead.
 pub struct Flavor {
     pub it: InstanceType,
@@ -126,16 +110,9 @@ impl Flavor {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// `compatible(reqs)` for the requirements `offers` was made for.
-    pub fn compatible_with(&self, reqs: &Reqs, offers: &Offers) -> bool {
-        if !self.labels_allow(reqs) {
-            return false;
-        }
-        if offers.constrained {
-            let mask = offers.mask.get_or_init(|| self.table.mask(reqs));
-            return self.offerings_masked(mask).next().is_some();
-        }
-        true
+    /// Whether an available offering is left under the requirements `mask` was taken from.
+    pub fn offered_within(&self, mask: &[bool]) -> bool {
+        self.offerings_masked(mask).next().is_some()
     }
 
     fn labels_allow(&self, reqs: &Reqs) -> bool {
@@ -357,6 +334,8 @@ pub struct PoolView {
     pub pool: NodePool,
     pub base: Reqs,
     pub flavors: Vec<Rc<Flavor>>,
+    /// Label keys the pool gives every node of its own (`pool_label_keys`), shared with its flavors.
+    pub pool_keys: Rc<BTreeSet<String>>,
     /// Limits left for this solve, in the pool's order (`nodes` counts claims).
     pub remaining: Vec<(String, i64)>,
     /// Flavors left out because the DaemonSets that run on them do not fit (Karpenter filters them).
@@ -515,6 +494,7 @@ impl PoolView {
             pool: pool.clone(),
             base,
             flavors,
+            pool_keys,
             remaining,
             crowded,
         }
@@ -732,6 +712,14 @@ impl Claim {
     }
 
     pub fn domain(&self, key: &str) -> Option<String> {
+        // The two common answers of `domain_options`, without building its list: every placed pod
+        // is counted through here.
+        if key == HOSTNAME {
+            return Some(self.hostname.clone());
+        }
+        if let Some(pinned) = self.requirements.get(key).and_then(|r| r.single_value()) {
+            return Some(pinned.to_string());
+        }
         let options = self.domain_options(key, &self.flavors, &self.requirements);
         if options.len() == 1 {
             options.into_iter().next().flatten()

@@ -110,12 +110,17 @@ pub fn spread_filter(pod: &Pod, constraint: &TopologySpreadConstraint) -> Option
     })
 }
 
-pub fn spread_group(pod: &Pod, constraint: &TopologySpreadConstraint) -> Group {
+/// The group that counts the pods the constraint selects, on `nodes` (its `spread_filter` for the pod).
+pub fn spread_group(
+    pod: &Pod,
+    constraint: &TopologySpreadConstraint,
+    nodes: Option<NodeFilter>,
+) -> Group {
     Group {
         key: constraint.topology_key.clone(),
         namespaces: Some(BTreeSet::from([pod.namespace.clone()])),
         selector: constraint.selector.clone(),
-        nodes: spread_filter(pod, constraint),
+        nodes,
     }
 }
 

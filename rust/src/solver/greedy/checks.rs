@@ -6,12 +6,13 @@ use std::collections::BTreeSet;
 
 use super::Scheduler;
 use crate::solver::counts::SpreadRule;
-use crate::solver::model::{TopologySpreadConstraint, HOSTNAME};
+use crate::solver::flavor_test::FlavorTest;
+use crate::solver::model::{Taint, TopologySpreadConstraint, HOSTNAME};
 use crate::solver::preferences::Preferences;
 use crate::solver::requirements::{Reqs, Requirement};
 use crate::solver::resources as res;
-use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget, Flavor, Offers};
-use crate::solver::topology::{min_count, spread_group, term_group, untolerated};
+use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget, Flavor};
+use crate::solver::topology::{min_count, spread_filter, spread_group, term_group, untolerated};
 
 /// One pod's constraints at one relaxation level, resolved against the topology groups.
 pub struct Checks {
@@ -152,8 +153,9 @@ impl Scheduler<'_> {
         let topo = &mut self.topology;
         let mut spread = Vec::new();
         for constraint in prefs.spread(pod) {
-            let gid = topo.id_of(&spread_group(pod, &constraint));
-            let universe = topo.universe(self.snapshot, pod, &constraint);
+            let group = spread_group(pod, &constraint, spread_filter(pod, &constraint));
+            let gid = topo.id_of(&group);
+            let universe = topo.universe(self.snapshot, pod, &constraint, &group.nodes);
             let self_match = i64::from(topo.groups[gid].selects(pod));
             spread.push(SpreadCheck {
                 constraint,
@@ -266,6 +268,11 @@ impl Scheduler<'_> {
         Ok(out)
     }
 
+    /// The test of `merged` for the flavors of the claim's pool.
+    pub(super) fn flavor_test<'r>(&self, claim: &Claim, merged: &'r Reqs) -> FlavorTest<'r> {
+        FlavorTest::of(merged, &self.pools[claim.view].pool_keys, &self.flavor_keys)
+    }
+
     pub(super) fn fits_existing(&self, target: &ExistingTarget, checks: &Checks) -> bool {
         let (node, pod) = (&target.node, &self.pods[checks.pod]);
         if node.cordoned_for(pod)
@@ -296,29 +303,29 @@ impl Scheduler<'_> {
         })
     }
 
-    /// `offers` is made from `merged`. Pods already on the claim are held to the flavor's hard taints only,
-    /// and were counted with the node's taints: a flavor whose taints would change how a
-    /// nodeTaintsPolicy Honor spread counts them is no candidate (as in Python).
+    /// Whether the flavor takes the claim's pods and this one under the requirements `test` asks.
+    /// Pods already on the claim are held to the flavor's hard taints only, and were counted with the
+    /// node's taints: a flavor whose taints would change how a nodeTaintsPolicy Honor spread counts
+    /// them is no candidate (as in Python).
     pub(super) fn holds(
         &self,
         claim: &Claim,
         checks: &Checks,
-        merged: &Reqs,
-        offers: &Offers,
+        test: &FlavorTest,
         flavor: &Flavor,
     ) -> bool {
         let pod = &self.pods[checks.pod];
         let taints = &flavor.it.taints;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &flavor.net_dense)
             && flavor.ports_free(pod)
-            && flavor.compatible_with(merged, offers)
+            && test.admits(flavor)
             && (taints.is_empty() || untolerated(&pod.tolerations, taints, checks.prefer).is_none())
             && (taints.is_empty()
                 || claim
                     .pods
                     .iter()
                     .all(|&p| untolerated(&self.pods[p].tolerations, taints, false).is_none()))
-            && (*taints == claim.chosen().it.taints || {
+            && (same_taints(taints, &claim.chosen().it.taints) || {
                 let pool = &self.pools[claim.view].pool.taints;
                 let moved = with_flavor_taints(pool, taints);
                 self.topology
@@ -357,4 +364,10 @@ impl Scheduler<'_> {
                     || untolerated(tolerations, &f.it.taints, checks.prefer).is_none()
             })
     }
+}
+
+/// Whether two flavors carry the same taints; most carry none, which is asked without a call.
+#[inline]
+fn same_taints(a: &[Taint], b: &[Taint]) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
 }

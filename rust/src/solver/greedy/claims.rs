@@ -11,9 +11,7 @@ use super::{room_left, Checks, Scheduler};
 use crate::solver::model::{HostPort, Pod, Toleration, CPU, HOSTNAME, MEMORY};
 use crate::solver::requirements::Reqs;
 use crate::solver::resources as res;
-use crate::solver::targets::{
-    most_net, Claim, Flavor, FlavorList, Offers, PoolView, OFFERING_KEYS,
-};
+use crate::solver::targets::{most_net, Claim, Flavor, FlavorList, PoolView, OFFERING_KEYS};
 use crate::solver::topology::untolerated;
 
 /// What adding a pod to a claim changes, computed before anything is mutated.
@@ -57,10 +55,10 @@ impl Scheduler<'_> {
         // A claim without pods comes straight from `open_claim`, which kept only the flavors that hold
         // the pod under these same merged requirements: filtering them again would keep them all.
         let mut flavors: FlavorList = if needs_all && !claim.pods.is_empty() {
-            let offers = Offers::of(&merged);
+            let test = self.flavor_test(claim, &merged);
             claim
                 .flavors
-                .filtered(|f| self.holds(claim, checks, &merged, &offers, f))
+                .filtered(|f| self.holds(claim, checks, &test, f))
         } else {
             claim.flavors.clone()
         };
@@ -122,17 +120,13 @@ impl Scheduler<'_> {
     ) -> Result<usize, String> {
         let view = &self.pools[claim.view];
         // `merged` may have narrowed since the flavors were filtered.
-        let offers = Offers::of(merged);
+        let test = self.flavor_test(claim, merged);
         let head = flavors.iter().position(|f| {
-            (needs_all || self.holds(claim, checks, merged, &offers, f))
+            (needs_all || self.holds(claim, checks, &test, f))
                 && view.within_limits(f, replacing.as_deref())
         });
         head.ok_or_else(|| {
-            if needs_all
-                || flavors
-                    .iter()
-                    .any(|f| self.holds(claim, checks, merged, &offers, f))
-            {
+            if needs_all || flavors.iter().any(|f| self.holds(claim, checks, &test, f)) {
                 format!("limits reached ({})", limits_text(view))
             } else {
                 "no flavor has room for it".into()
@@ -160,7 +154,7 @@ impl Scheduler<'_> {
         let domain = |key: &str| claim.domain(key);
         let taints = claim.taints(&self.pools[claim.view].pool.taints);
         self.topology
-            .record(pod_id, &self.pods[pod_id], &domain, &taints, 1, true);
+            .record(pod_id, self.pods[pod_id], &domain, &taints, 1, true);
     }
 
     /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).

@@ -10,21 +10,21 @@ use crate::solver::resources as res;
 /// A pod confined on a key its batch's required pod-topology rules count has nowhere else to go; taken
 /// in shape order, a smaller unconfined pod could take the one zone it needed and strand it (the Python
 /// twin says why only those pods leave the interleave).
-pub fn placement_sequence(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
+pub fn placement_sequence(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
     let keys = contested_keys(pods, ids);
     let (mut confined, free): (Vec<usize>, Vec<usize>) = ids
         .iter()
-        .partition(|&&id| !keys.is_empty() && confined_on(&pods[id], &keys));
+        .partition(|&&id| !keys.is_empty() && confined_on(pods[id], &keys));
     if confined.is_empty() {
         return interleaved(pods, ids);
     }
-    confined.sort_by_cached_key(|&id| biggest_first(&pods[id]));
+    confined.sort_by_cached_key(|&id| biggest_first(pods[id]));
     confined.extend(interleaved(pods, &free));
     confined
 }
 
 /// Topology keys over which the batch's required pod-topology rules count pods.
-fn contested_keys<'a>(pods: &'a [Pod], ids: &[usize]) -> BTreeSet<&'a str> {
+fn contested_keys<'a>(pods: &[&'a Pod], ids: &[usize]) -> BTreeSet<&'a str> {
     let mut keys = BTreeSet::new();
     for &id in ids {
         let pod = &pods[id];
@@ -62,7 +62,7 @@ fn confined_on(pod: &Pod, keys: &BTreeSet<&str>) -> bool {
 /// shares of the batch's totals, compared in exact integers; a batch that requests no CPU (or no memory)
 /// is sized by the other of the two alone, and one that requests neither by its other resources, largest
 /// first in name order.
-fn interleaved(pods: &[Pod], ids: &[usize]) -> Vec<usize> {
+fn interleaved(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
     let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
     let memory_of = |id: usize| i128::from(res::get(&pods[id].requests, MEMORY));
     let cpu: i128 = ids.iter().map(|&id| cpu_of(id)).sum();

@@ -20,7 +20,7 @@ impl Scheduler<'_> {
         let taints = t.node.taints.clone();
         let domain = move |key: &str| lookup(&labels, key).cloned();
         self.topology
-            .record(pod_id, &self.pods[pod_id], &domain, &taints, 1, false);
+            .record(pod_id, self.pods[pod_id], &domain, &taints, 1, false);
     }
 
     fn place(&mut self, checks: &Checks) -> Result<(), String> {
@@ -68,7 +68,7 @@ impl Scheduler<'_> {
     }
 
     fn place_with_relaxation(&mut self, pod_id: usize) -> Result<(), String> {
-        let mut prefs = Preferences::strict(&self.pods[pod_id]);
+        let mut prefs = Preferences::strict(self.pods[pod_id]);
         loop {
             let checks = self.checks(pod_id, &prefs);
             match self.place(&checks) {
@@ -77,7 +77,7 @@ impl Scheduler<'_> {
                     return Ok(());
                 }
                 Err(reason) => {
-                    if !prefs.relax(&self.pods[pod_id]) {
+                    if !prefs.relax(self.pods[pod_id]) {
                         return Err(reason);
                     }
                 }
