@@ -48,6 +48,7 @@ class Scheduler(Placing):
                 self.topology.record(pod, target.domain, target.node.taints)
         self.placed_prefs = {}
         self._rules = {}
+        self._starts = {}
 
     def planned(self, claim: Claim, alternatives: tuple[str, ...]) -> PlannedNodeClaim:
         flavor, pool = claim.chosen, claim.view.pool

@@ -187,16 +187,21 @@ class Checking:
         candidate (their counts would move under rules already checked)."""
         pod = checks.pod
         taints = flavor.it.taints
+        # Asked of every candidate flavor for every pod that may join: the calls that cannot fail for a
+        # pod without host ports, or a flavor tainted as the chosen one, are not made.
         return (
             res.fits(claim.used, pod.requests, flavor.net)
-            and flavor.ports_free(pod)
+            and (not pod.host_ports or flavor.ports_free(pod))
             and flavor.compatible(merged)
             and (not taints or untolerated(pod.tolerations, taints, prefer=checks.prefer) is None)
             and (
                 not taints
                 or all(untolerated(p.tolerations, taints, prefer=False) is None for p in claim.pods)
             )
-            and self.topology.counted_alike(claim.pods, claim.taints, (*claim.view.pool.taints, *taints))
+            and (
+                taints == claim.chosen.it.taints
+                or self.topology.counted_alike(claim.pods, claim.taints, (*claim.view.pool.taints, *taints))
+            )
         )
 
     def every_claim_excludes(self, checks: Checks) -> bool:

@@ -28,6 +28,40 @@ class Addition:
 class Claiming(Settling):
     """The scheduler's steps that join a pod to a claim or open one for it."""
 
+    _starts: dict[tuple[object, ...], list[Flavor]]
+    """`_starting_flavors` by pool, requirements and what of the pod decides them."""
+
+    def _starting_flavors(
+        self, view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: str | None
+    ) -> list[Flavor]:
+        """The pool's flavors a new claim for the pod can start from: held to `restrict`, compatible with
+        `merged`, tolerated, no host port a DaemonSet holds, room for the pod on an empty node. Worked out
+        once per pool, requirements and pod shape (as the Rust engine caches them): every claim opened
+        asks, and asking each of a large catalog's flavors was a fifth of a solve."""
+        pod = checks.pod
+        key = (
+            view.pool.name,
+            tuple(merged.items()),
+            restrict,
+            checks.prefer,
+            pod.tolerations,
+            pod.host_ports,
+            tuple(pod.requests.items()),
+        )
+        found = self._starts.get(key)
+        if found is None:
+            found = [
+                f
+                for f in view.flavors
+                if (restrict is None or f.name == restrict)
+                and f.compatible(merged)
+                and untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
+                and f.ports_free(pod)
+                and res.fits({}, pod.requests, f.net)
+            ]
+            self._starts[key] = found
+        return found
+
     def try_claim(self, claim: Claim, checks: Checks, keep_flavor: bool = False) -> str | None:
         """Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor);
         otherwise say why. Mutates only on success."""
@@ -100,35 +134,36 @@ class Claiming(Settling):
 
     def open_claim(self, view: PoolView, checks: Checks, restrict: str | None = None) -> Claim | str:
         """Open a claim in the pool for the pod (held to one flavor when `restrict` names it), or why not."""
-        pod = checks.pod
         merged = self.merge(view.base, checks.requirements)
         if isinstance(merged, str):
             return merged
-        flavors = [
-            f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)
-        ]
-        if not flavors:
-            if not view.flavors and view.crowded:
-                return f"its DaemonSets do not fit on {', '.join(view.crowded)}"
-            return _unmatched(view, checks.requirements, merged, restrict)
-        flavors = [
-            f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
-        ]
-        if not flavors:
-            return "it does not tolerate the taints of any flavor"
-        flavors = [f for f in flavors if f.ports_free(pod)]
-        if not flavors:
-            return "a DaemonSet holds its host port on every flavor"
-        roomy = [f for f in flavors if res.fits({}, pod.requests, f.net)]
+        roomy = self._starting_flavors(view, checks, merged, restrict)
         if not roomy:
-            return _too_big(pod, flavors)
-        claim = Claim(self.next_index, view, dict(view.base), roomy)
+            return _no_start(view, checks, merged, restrict)
+        claim = Claim(self.next_index, view, dict(view.base), list(roomy))
         reason = self.try_claim(claim, checks)
         if reason is not None:
             return reason
         self.next_index += 1
         self.claims.append(claim)
         return claim
+
+
+def _no_start(view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: str | None) -> str:
+    """Why no claim for the pod can open in the pool, when `_starting_flavors` found none."""
+    pod = checks.pod
+    flavors = [f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)]
+    if not flavors:
+        if not view.flavors and view.crowded:
+            return f"its DaemonSets do not fit on {', '.join(view.crowded)}"
+        return _unmatched(view, checks.requirements, merged, restrict)
+    flavors = [f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None]
+    if not flavors:
+        return "it does not tolerate the taints of any flavor"
+    flavors = [f for f in flavors if f.ports_free(pod)]
+    if not flavors:
+        return "a DaemonSet holds its host port on every flavor"
+    return _too_big(pod, flavors)
 
 
 def _limits_text(view: PoolView) -> str:
