@@ -21,8 +21,9 @@ struct KeyChoice<'k> {
 
 impl Scheduler<'_> {
     /// Pick the claim's domain for every topology key the pod is part of, pinning it in `merged`; the
-    /// flavors left, or the reason met along the best choices. A choice that leaves a later key no
-    /// passing domain gives way to the next best one, up to `SETTLE_TRIES` choices in all.
+    /// flavors left, or the reason met along the best choices (then `merged` is left empty). A choice
+    /// that leaves a later key no passing domain gives way to the next best one, up to
+    /// `SETTLE_TRIES` choices in all.
     pub(super) fn settle_domains(
         &self,
         claim: &Claim,
@@ -31,8 +32,9 @@ impl Scheduler<'_> {
         flavors: FlavorList,
     ) -> Result<FlavorList, String> {
         let mut tries = SETTLE_TRIES;
-        let (pinned, flavors) =
-            self.settle_from(claim, checks, 0, merged.clone(), flavors, &mut tries)?;
+        // Taken, not copied: on a failure the caller drops `merged` with the reason.
+        let taken = std::mem::take(merged);
+        let (pinned, flavors) = self.settle_from(claim, checks, 0, taken, flavors, &mut tries)?;
         *merged = pinned;
         Ok(flavors)
     }
