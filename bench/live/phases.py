@@ -18,6 +18,10 @@ from kapstan.local.apply import apply
 Say = Callable[[str], None]
 
 
+STARVED_AFTER = 30.0
+"""Seconds a node-agent pod must have been Pending to count as starved rather than arriving."""
+
+
 async def scale_up(
     client: Client,
     namespace: str,
@@ -33,13 +37,19 @@ async def scale_up(
     start = time.time()
     await apply(client, scenario.workloads(namespace, run, pods))
     first_claim = half = everything = None
-    agents_pending = 0
+    agents_pending = agents_starved = 0
+    pending_since: dict[str, float] = {}
     fleet = await observe.fleet(client, namespace, pool)
     while time.time() - start < timeout:
         fleet = await observe.fleet(client, namespace, pool)
         now = time.time() - start
         running = fleet.running()
-        agents_pending = max(agents_pending, len(fleet.pending("node-agent")))
+        agents = [pod["metadata"]["name"] for pod in fleet.pending("node-agent")]
+        agents_pending = max(agents_pending, len(agents))
+        # An agent arriving on a new node is Pending for seconds; a starved one (its node full) stays so.
+        pending_since = {name: pending_since.get(name, now) for name in agents}
+        starved = sum(1 for since in pending_since.values() if now - since >= STARVED_AFTER)
+        agents_starved = max(agents_starved, starved)
         if first_claim is None and fleet.claims:
             first_claim = now
         if half is None and running >= pods / 2:
@@ -64,6 +74,7 @@ async def scale_up(
         "price": fleet.price,
         "flavors": fleet.flavors(),
         "nodeAgentPendingPeak": agents_pending,
+        "nodeAgentStarvedPeak": agents_starved,
     }
 
 

@@ -53,6 +53,10 @@ ROWS: list[Row] = [
     ("live flavors", lambda r: ", ".join(f"{n} {f}" for f, n in r["scaleUp"]["flavors"].items())),
     ("node-agent pods Pending (peak)", lambda r: str(r["scaleUp"]["nodeAgentPendingPeak"])),
     (
+        "node-agent pods Pending 30 s or more (peak)",
+        lambda r: str(r["scaleUp"].get("nodeAgentStarvedPeak", "not counted")),
+    ),
+    (
         "MD scale writes / 409 Conflict",
         lambda r: f"{r['scaleUp']['requests']['scaleWrites']} / {r['scaleUp']['requests']['scaleConflicts']}",
     ),
