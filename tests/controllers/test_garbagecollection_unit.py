@@ -86,6 +86,23 @@ def test_a_failed_machine_fails_the_launch_at_once_not_at_the_registration_timeo
     assert f"{NS}/{ref.name} failed: CreateError: no image" in event["message"]
 
 
+def test_a_machine_whose_infrastructure_was_deleted_fails_at_once_and_one_not_ready_yet_does_not() -> None:
+    # v1beta2 says InfrastructureReady=False, reason Deleted, when the infrastructure machine went away
+    # after it was provisioned; NotReady is a state a booting Machine leaves.
+    w = world()
+    name, ref = _registered(w)
+    not_ready = {"type": "InfrastructureReady", "status": "False", "reason": "NotReady", "message": "booting"}
+    _claimed_machine(w, name, ref, conditions=[not_ready])
+    _run(w, name)
+    assert _deleted_claims(w) == []
+    deleted = {**not_ready, "reason": "Deleted", "message": "TestMachine has been deleted"}
+    _claimed_machine(w, name, ref, conditions=[deleted])
+    _run(w, name)
+    assert _deleted_claims(w) == [name]
+    [event] = [e for e in w.api.events if e["reason"] == "LaunchFailed"]
+    assert "failed: InfrastructureReady False (Deleted): TestMachine has been deleted" in event["message"]
+
+
 def test_a_registered_claim_whose_node_vanished_is_deleted() -> None:
     w = world()
     name, _ = _registered(w)

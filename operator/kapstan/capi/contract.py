@@ -108,10 +108,18 @@ def size_bound(md: Object, annotation: str) -> int | None:
     return int(value) if value.isdigit() else None
 
 
+INFRASTRUCTURE_READY_CONDITION = "InfrastructureReady"
+INFRASTRUCTURE_DELETED_REASON = "Deleted"
+"""v1beta2's reason for ``InfrastructureReady=False`` when the infrastructure machine of a Machine that is
+not being deleted went away after it was provisioned: nothing brings it back."""
+
+
 def machine_failure(machine: Object) -> str:
-    """Why the Machine will never become a node, empty while it still may: phase ``Failed``, or the
-    terminal ``failureReason``/``failureMessage`` v1beta2 keeps under ``status.deprecated.v1beta1`` (set when
-    the infrastructure provider reports a failure)."""
+    """Why the Machine will never become a node, empty while it still may: phase ``Failed``, the terminal
+    ``failureReason``/``failureMessage`` v1beta2 keeps under ``status.deprecated.v1beta1`` (set when the
+    infrastructure provider reports a failure), or v1beta2's ``InfrastructureReady=False`` for an
+    infrastructure machine that was deleted under a Machine nobody is deleting. The other reasons
+    (``NotReady``, ``DoesNotExist`` while it is being created) are states a Machine still leaves."""
     legacy = _get(machine, "status", "deprecated", "v1beta1") or {}
     reason = str(legacy.get("failureReason") or "")
     message = str(legacy.get("failureMessage") or "")
@@ -119,6 +127,16 @@ def machine_failure(machine: Object) -> str:
         return ": ".join(part for part in (reason, message) if part)
     if _get(machine, "status", "phase") == "Failed":
         return "phase Failed"
+    conditions = _get(machine, "status", "conditions") or []
+    infrastructure: dict[str, Any] = next(
+        (c for c in conditions if c.get("type") == INFRASTRUCTURE_READY_CONDITION), {}
+    )
+    gone = (infrastructure.get("status"), infrastructure.get("reason")) == (
+        "False",
+        INFRASTRUCTURE_DELETED_REASON,
+    )
+    if gone and not _get(machine, "metadata", "deletionTimestamp"):
+        return f"InfrastructureReady False ({INFRASTRUCTURE_DELETED_REASON}): {infrastructure.get('message', '')}"
     return ""
 
 
