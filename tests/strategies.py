@@ -160,3 +160,38 @@ def snapshots(draw: st.DrawFn, max_pods: int = 25) -> Snapshot:
         daemonsets = (DaemonSet("agent", agent),)
     pending = draw(pods("p", draw(st.integers(1, max_pods))))
     return Snapshot(tuple(pending), catalog, draw(node_pools()), tuple(nodes), daemonsets)
+
+
+@st.composite
+def constrained_snapshots(draw: st.DrawFn) -> Snapshot:
+    """Zone-spread, zone-affine and anti-affine groups against cheap small flavors and a pricey large one
+    (sometimes tainted), where the greedy grows claims the cost pass has to re-pack under the constraints
+    (issue 17)."""
+    zones = ZONES[: draw(st.integers(1, 3))]
+    taints = (dedicated,) if draw(st.booleans()) else ()
+    catalog = (
+        make_flavor("small-4", 4, 16 * GI, price=draw(st.sampled_from((0.2, 0.38))), zones=zones),
+        make_flavor("small-8", 8, 32 * GI, price=draw(st.sampled_from((0.5, 0.76, 1.0))), zones=zones),
+        make_flavor(
+            "large-16", 16, 64 * GI, price=draw(st.sampled_from((1.4, 5.0))), zones=zones, taints=taints
+        ),
+    )
+    spread = TopologySpreadConstraint(
+        draw(st.integers(1, 2)),
+        ZONE,
+        "DoNotSchedule",
+        LabelSelector(match_labels=(("app", "a"),)),
+        node_taints_policy=draw(st.sampled_from(("Ignore", "Honor"))),
+    )
+    near_a = PodAffinityTerm(LabelSelector(match_labels=(("app", "a"),)), ZONE, ("default",))
+    apart = PodAffinityTerm(LabelSelector(match_labels=(("app", "c"),)), HOSTNAME, ("default",))
+    shapes = {"a": {"spread": (spread,)}, "b": {"affinity": (near_a,)}, "c": {"anti_affinity": (apart,)}}
+    pending = []
+    for i in range(draw(st.integers(10, 90))):
+        app = draw(st.sampled_from(("a", "a", "b", "c")))
+        cores = draw(st.sampled_from((0.25, 0.5, 1)))
+        fields: dict[str, object] = dict(shapes[app])
+        if draw(st.integers(0, 4)) == 0:
+            fields["tolerations"] = (tolerate_dedicated,)
+        pending.append(make_pod(f"{app}{i}", cores, 512 * MI, labels={"app": app}, **fields))
+    return Snapshot(tuple(pending), catalog, (NodePool(name="default"),), (), ())

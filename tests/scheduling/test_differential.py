@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from kapstan.scheduling import ENGINES, solve
 from kapstan.scheduling.model import Plan, Snapshot
 from kapstan.scheduling.validator import validate
-from strategies import snapshots
+from strategies import constrained_snapshots, snapshots
 
 pytestmark = pytest.mark.skipif("rust" not in ENGINES, reason="the Rust extension is not built")
 
@@ -48,3 +48,11 @@ EXACT_SEEDS = (1, 3, 5, 11, 12, 13, 16, 17, 19, 23, 26, 28, 30, 35, 42, 44, 45, 
 @pytest.mark.parametrize("seed", EXACT_SEEDS)
 def test_rust_equals_python_through_the_exact_pass(seed: int) -> None:
     assert_same_plan(exact_instances.instance(seed))
+
+
+@settings(max_examples=60)
+@given(snap=constrained_snapshots())
+def test_rust_equals_python_when_constrained_claims_are_repacked(snap: Snapshot) -> None:
+    """Zone-spread, zone-affine and anti-affine groups with a pricey large flavor: the cost pass re-packs
+    claims holding constrained pods, and both engines re-pack them alike (issue 17)."""
+    assert_same_plan(snap)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kapstan.scheduling.anchored import constrained_groups, is_constrained
 from kapstan.scheduling.exact_search import SAVING, Column, Pattern, Search, patterns
 from kapstan.scheduling.greedy import Checks, Scheduler, biggest_first
-from kapstan.scheduling.improve import is_pinned, pinned_groups, put_back, take_off
+from kapstan.scheduling.improve import put_back, take_off
 from kapstan.scheduling.model import HOSTNAME, Pod
 from kapstan.scheduling.preferences import Preferences
 from kapstan.scheduling.targets import Claim
@@ -37,8 +38,8 @@ SEARCH_STEPS = 200_000
 
 def exact(scheduler: Scheduler) -> None:
     """Replace the movable claims by the cheapest cover the search finds, when it is strictly cheaper."""
-    pinned = pinned_groups(scheduler)
-    movable = [c for c in scheduler.claims if not any(is_pinned(scheduler, p, pinned) for p in c.pods)]
+    pinned = constrained_groups(scheduler)
+    movable = [c for c in scheduler.claims if not any(is_constrained(scheduler, p, pinned) for p in c.pods)]
     pods = sorted((p for c in movable for p in c.pods), key=biggest_first)
     if not pods or len(pods) > MAX_PODS:
         return

@@ -7,18 +7,25 @@ greedy tail (three big nodes and a nearly empty one) turns into a cheaper mix. T
 count of pod placements (ten per pending pod, at most 20,000), not by a clock, so the result does not
 depend on the machine's speed, and large plans still finish fast.
 
-Claims holding pods that another pod's affinity or zone-level spread depends on are left alone: moving
-them could break a constraint of a pod that is not being moved.
+Claims holding pods that another pod's affinity or a zone-level spread counts are re-packed after the
+others, with those pods held to their domains (anchored.py), so no constraint of a pod left in place moves.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from itertools import chain
 
-from kapstan.scheduling.greedy import Scheduler, biggest_first
-from kapstan.scheduling.model import HOSTNAME, Pod
+from kapstan.scheduling.anchored import (
+    anchored_checks,
+    constrained_counts,
+    constrained_groups,
+    is_constrained,
+)
+from kapstan.scheduling.greedy import Checks, Scheduler, biggest_first
+from kapstan.scheduling.model import ZONE, Pod
 from kapstan.scheduling.targets import Claim, Flavor
-from kapstan.scheduling.topology import term_group
 
 PLACEMENTS_PER_POD = 10
 BASE_PLACEMENTS = 2000
@@ -26,6 +33,8 @@ MAX_PLACEMENTS = 20_000
 ALL_PAIRS_UP_TO = 40
 PAIR_WINDOW = 8
 FLAVORS_PER_MOVE = 4
+GROUP_LIMIT = 16
+PAIR = 2
 SAVING = 1e-9
 
 
@@ -39,29 +48,20 @@ class Budget:
 
 def improve(scheduler: Scheduler) -> None:
     budget = Budget(min(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS, MAX_PLACEMENTS))
-    pinned = pinned_groups(scheduler)
+    groups = constrained_groups(scheduler)
     improved = True
     while improved and budget.left > 0:
         improved = False
-        movable = [c for c in scheduler.claims if not any(is_pinned(scheduler, p, pinned) for p in c.pods)]
-        for claims in _moves(movable):
+        free: list[Claim] = []
+        held: list[Claim] = []
+        for claim in scheduler.claims:
+            constrained = any(is_constrained(scheduler, p, groups) for p in claim.pods)
+            (held if constrained else free).append(claim)
+        for claims in chain(_moves(free), _zone_groups(held)):
             if budget.left <= 0:
                 break
-            if all(c in scheduler.claims for c in claims) and _repack(scheduler, claims, budget):
+            if all(c in scheduler.claims for c in claims) and _repack(scheduler, claims, budget, groups):
                 improved = True
-
-
-def pinned_groups(scheduler: Scheduler) -> set[int]:
-    topo = scheduler.topology
-    pods = [*scheduler.snapshot.pods, *(p for n in scheduler.snapshot.nodes for p in n.pods)]
-    pinned = {topo.index[term_group(t)] for pod in pods for t in pod.affinity}
-    pinned |= {topo.index[term_group(w.term)] for pod in pods for w in pod.preferred_affinity}
-    pinned |= {rule.group for rule in topo.rules if rule.constraint.topology_key != HOSTNAME}
-    return pinned
-
-
-def is_pinned(scheduler: Scheduler, pod: Pod, pinned: set[int]) -> bool:
-    return any(gid in pinned for gid in scheduler.topology.selecting(pod))
 
 
 def _moves(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
@@ -75,9 +75,24 @@ def _moves(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
             yield (first, second)
 
 
+def _zone_groups(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
+    """The claims of one NodePool and zone together, up to GROUP_LIMIT at a time in index order. Anchored
+    pods move only within their zone, and one move over many of a zone's claims fills their holes first
+    fit, biggest pod first, where single and pair moves only shuffle the same holes around."""
+    groups: dict[tuple[str, str], list[Claim]] = {}
+    for claim in claims:
+        groups.setdefault((claim.view.pool.name, claim.domain(ZONE) or ""), []).append(claim)
+    for key in sorted(groups):
+        members = groups[key]
+        for start in range(0, len(members), GROUP_LIMIT):
+            yield tuple(members[start : start + GROUP_LIMIT])
+
+
 def _candidate_flavors(claims: tuple[Claim, ...], pods: list[Pod]) -> list[str | None]:
     """Flavors worth forcing the pods into: the ones in use, then those cheapest per pod of this mix."""
-    chosen = [c.chosen.name for c in claims]
+    # A move over a zone's claims tries the efficient flavors only: the flavors its many claims are on
+    # would multiply its placements, and one of them rarely packs a whole zone best.
+    chosen = [c.chosen.name for c in claims] if len(claims) <= PAIR else []
     count = len(pods)
     totals = {key: sum(p.requests.get(key, 0) for p in pods) for key in pods[0].requests}
 
@@ -120,50 +135,65 @@ def put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
 
 
 def _replace(
-    scheduler: Scheduler, pods: list[Pod], restrict: str | None, budget: Budget
+    scheduler: Scheduler,
+    pods: list[Pod],
+    restrict: str | None,
+    budget: Budget,
+    anchored: dict[str, Checks],
+    ceiling: float = math.inf,
 ) -> list[Claim] | None:
-    """Place the pods on new claims only, held to `restrict` where it fits; None (and nothing left
-    behind) when some pod cannot be placed."""
+    """Place the pods on new claims only, held to `restrict` where it fits (and anchored pods to their
+    domains); None (and nothing left behind) when some pod cannot be placed, or as soon as the new claims
+    cost `ceiling` or more: claims only grow and multiply, so such a move could no longer be kept."""
     created: list[Claim] = []
     for pod in sorted(pods, key=biggest_first):
         budget.spend(1)
-        checks = scheduler.checks(pod, scheduler.placed_prefs[pod.key])
-        if any(scheduler.try_claim(claim, checks) is None for claim in created):
-            continue
-        opened: Claim | str = "not tried"
-        for flavor in dict.fromkeys([restrict, None]):
-            for view in scheduler.pools:
-                opened = scheduler.open_claim(view, checks, restrict=flavor)
-                if isinstance(opened, Claim):
-                    break
-            if isinstance(opened, Claim):
-                break
-        if not isinstance(opened, Claim):
+        checks = anchored.get(pod.key) or scheduler.checks(pod, scheduler.placed_prefs[pod.key])
+        if not any(scheduler.try_claim(claim, checks) is None for claim in created):
+            opened = _open(scheduler, checks, restrict)
+            if opened is None:
+                take_off(scheduler, created)
+                return None
+            created.append(opened)
+        if sum(c.price for c in created) >= ceiling:
             take_off(scheduler, created)
             return None
-        created.append(opened)
     return created
 
 
-def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget) -> bool:
+def _open(scheduler: Scheduler, checks: Checks, restrict: str | None) -> Claim | None:
+    """A new claim for the pod from the first pool that takes it, held to `restrict` if any can be."""
+    for flavor in dict.fromkeys([restrict, None]):
+        for view in scheduler.pools:
+            opened = scheduler.open_claim(view, checks, restrict=flavor)
+            if isinstance(opened, Claim):
+                return opened
+    return None
+
+
+def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, groups: set[int]) -> bool:
     before = sum(c.price for c in claims)
     pods = [p for c in claims for p in c.pods]
     if not pods:
         return False
     strategies = _candidate_flavors(claims, pods)
+    anchored = anchored_checks(scheduler, claims, groups)
+    counts = constrained_counts(scheduler, pods, groups) if anchored else None
     take_off(scheduler, claims)
     best: tuple[float, str | None] | None = None
     for restrict in strategies:
         if budget.left <= 0:
             break
-        created = _replace(scheduler, pods, restrict, budget)
+        ceiling = before - SAVING if best is None else min(before - SAVING, best[0])
+        created = _replace(scheduler, pods, restrict, budget, anchored, ceiling)
         if created is None:
             continue
         cost = sum(c.price for c in created)
+        kept = counts is None or constrained_counts(scheduler, pods, groups) == counts
         take_off(scheduler, created)
-        if cost < before - SAVING and (best is None or cost < best[0]):
+        if kept and cost < before - SAVING and (best is None or cost < best[0]):
             best = (cost, restrict)
-    if best is None or _replace(scheduler, pods, best[1], budget) is None:
+    if best is None or _replace(scheduler, pods, best[1], budget, anchored) is None:
         put_back(scheduler, claims)
         return False
     return True

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::anchored::{constrained_groups, is_constrained};
 use super::exact_search::{patterns, Column, Pattern, Search, SAVING};
 use super::greedy::{biggest_first, Checks, Scheduler};
-use super::improve::{is_pinned, pinned_groups, put_back, take_off};
+use super::improve::{put_back, take_off};
 use super::model::{Pod, HOSTNAME};
 use super::preferences::Preferences;
 use super::resources as res;
@@ -28,11 +29,11 @@ type ChecksOf = HashMap<usize, Checks>;
 
 /// Replace the movable claims by the cheapest cover the search finds, when it is strictly cheaper.
 pub fn exact(s: &mut Scheduler) {
-    let pinned = pinned_groups(s);
+    let pinned = constrained_groups(s);
     let movable: Vec<usize> = s
         .claims
         .iter()
-        .filter(|c| !c.pods.iter().any(|&p| is_pinned(s, p, &pinned)))
+        .filter(|c| !c.pods.iter().any(|&p| is_constrained(s, p, &pinned)))
         .map(|c| c.index)
         .collect();
     let mut pods: Vec<usize> = movable

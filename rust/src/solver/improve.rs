@@ -1,13 +1,17 @@
 //! The cost pass (twin of `improve.py`): re-pack one or two claims into new claims held to one flavor,
-//! keeping a move only when it is strictly cheaper; bounded by a count of pod placements.
+//! keeping a move only when it is strictly cheaper; bounded by a count of pod placements. Claims holding
+//! constrained pods go after the others, those pods anchored to their domains (`anchored`).
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use super::anchored::{
+    anchored_checks, constrained_counts, constrained_groups, is_constrained, AnchoredChecks,
+};
 use super::greedy::{biggest_first, Checks, Scheduler};
-use super::model::HOSTNAME;
+use super::model::ZONE;
 use super::targets::{Claim, ClaimList, Flavor};
-use super::topology::term_group;
 
 const PLACEMENTS_PER_POD: i64 = 10;
 const BASE_PLACEMENTS: i64 = 2000;
@@ -15,27 +19,79 @@ const MAX_PLACEMENTS: i64 = 20_000;
 const ALL_PAIRS_UP_TO: usize = 40;
 const PAIR_WINDOW: usize = 8;
 const FLAVORS_PER_MOVE: usize = 4;
+const GROUP_LIMIT: usize = 16;
+const PAIR: usize = 2;
 const SAVING: f64 = 1e-9;
 
 pub fn improve(s: &mut Scheduler) {
     let mut budget =
         (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS);
-    let pinned = pinned_groups(s);
+    let groups = constrained_groups(s);
     let mut cache = ChecksCache::default();
     let mut improved = true;
     while improved && budget > 0 {
-        improved = false;
-        let movable: Vec<usize> = s
+        let (held, free): (Vec<&Claim>, Vec<&Claim>) = s
             .claims
             .iter()
-            .filter(|c| !c.pods.iter().any(|&p| is_pinned(s, p, &pinned)))
-            .map(|c| c.index)
-            .collect();
-        for claim in &movable {
-            if budget <= 0 {
-                break;
+            .map(|c| &**c)
+            .partition(|c| c.pods.iter().any(|&p| is_constrained(s, p, &groups)));
+        let free: Vec<usize> = free.iter().map(|c| c.index).collect();
+        let held: Vec<usize> = held.iter().map(|c| c.index).collect();
+        let mut pass = Pass {
+            budget: &mut budget,
+            cache: &mut cache,
+            groups: &groups,
+        };
+        improved = pass.moves(s, &free);
+        improved |= pass.zone_groups(s, &held);
+    }
+}
+
+/// One round's shared state: the placements left, the pods' checks, the constrained groups.
+struct Pass<'p> {
+    budget: &'p mut i64,
+    cache: &'p mut ChecksCache,
+    groups: &'p HashSet<usize>,
+}
+
+impl Pass<'_> {
+    /// The claims of one NodePool and zone together, up to GROUP_LIMIT at a time in index order:
+    /// anchored pods move only within their zone, and one move over many of a zone's claims fills
+    /// their holes first fit, biggest pod first, where single and pair moves only shuffle the same
+    /// holes around. Whether some move was kept.
+    fn zone_groups(&mut self, s: &mut Scheduler, movable: &[usize]) -> bool {
+        let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        for claim in movable.iter().filter_map(|&i| s.claim(i)) {
+            let key = (
+                claim.pool_name.clone(),
+                claim.domain(ZONE).unwrap_or_default(),
+            );
+            groups.entry(key).or_default().push(claim.index);
+        }
+        let mut improved = false;
+        for chunk in groups
+            .values()
+            .flat_map(|members| members.chunks(GROUP_LIMIT))
+        {
+            if *self.budget <= 0 {
+                return improved;
             }
-            if present(s, &[*claim]) && repack(s, &[*claim], &mut budget, &mut cache) {
+            if present(s, chunk) && self.repack(s, chunk) {
+                improved = true;
+            }
+        }
+        improved
+    }
+
+    /// Each claim alone, then pairs (all of them for small plans, neighbours by price otherwise);
+    /// whether some move was kept.
+    fn moves(&mut self, s: &mut Scheduler, movable: &[usize]) -> bool {
+        let mut improved = false;
+        for claim in movable {
+            if *self.budget <= 0 {
+                return improved;
+            }
+            if present(s, &[*claim]) && self.repack(s, &[*claim]) {
                 improved = true;
             }
         }
@@ -58,17 +114,18 @@ pub fn improve(s: &mut Scheduler) {
         } else {
             PAIR_WINDOW
         };
-        'pairs: for i in 0..ordered.len() {
+        for i in 0..ordered.len() {
             for j in i + 1..(i + 1 + window).min(ordered.len()) {
-                if budget <= 0 {
-                    break 'pairs;
+                if *self.budget <= 0 {
+                    return improved;
                 }
                 let pair = [ordered[i].2, ordered[j].2];
-                if present(s, &pair) && repack(s, &pair, &mut budget, &mut cache) {
+                if present(s, &pair) && self.repack(s, &pair) {
                     improved = true;
                 }
             }
         }
+        improved
     }
 }
 
@@ -84,34 +141,13 @@ fn present(s: &Scheduler, indexes: &[usize]) -> bool {
     indexes.iter().all(|i| s.position(*i).is_some())
 }
 
-pub(super) fn pinned_groups(s: &Scheduler) -> HashSet<usize> {
-    let topo = &s.topology;
-    let mut pinned = HashSet::default();
-    for pod in &s.pods {
-        for t in &pod.affinity {
-            pinned.insert(topo.id_of(&term_group(t)));
-        }
-        for w in &pod.preferred_affinity {
-            pinned.insert(topo.id_of(&term_group(&w.term)));
-        }
-    }
-    for rule in &topo.rules {
-        if rule.constraint.topology_key != HOSTNAME {
-            pinned.insert(rule.group);
-        }
-    }
-    pinned
-}
-
-pub(super) fn is_pinned(s: &Scheduler, pod: usize, pinned: &HashSet<usize>) -> bool {
-    s.topology
-        .selecting_cached(pod)
-        .iter()
-        .any(|g| pinned.contains(g))
-}
-
 fn candidate_flavors(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<Option<String>> {
-    let chosen = claims.iter().map(|c| c.chosen().name().to_string());
+    // A move over a zone's claims tries the efficient flavors only: the flavors its many claims are
+    // on would multiply its placements, and one of them rarely packs a whole zone best.
+    let chosen = claims
+        .iter()
+        .take_while(|_| claims.len() <= PAIR)
+        .map(|c| c.chosen().name().to_string());
     let mix = PodMix::of(s, pods);
     let efficient = mix.most_efficient(&s.pools[claims[0].view].flavors);
     let mut out: Vec<Option<String>> = vec![None];
@@ -222,6 +258,25 @@ impl PodMix {
     }
 }
 
+/// What the claims (by index) cost together, summed in their order as Python sums them.
+fn price_of(s: &Scheduler, indexes: &[usize]) -> f64 {
+    indexes
+        .iter()
+        .fold(0.0, |acc, i| acc + s.claim(*i).expect("created").price())
+}
+
+/// A new claim for the pod from the first pool that takes it, held to `restrict` if any can be;
+/// where it sits in `claims`.
+fn open(s: &mut Scheduler, checks: &Checks, restrict: Option<&str>) -> Option<usize> {
+    let mut attempts = vec![restrict];
+    if restrict.is_some() {
+        attempts.push(None);
+    }
+    attempts
+        .into_iter()
+        .find_map(|flavor| (0..s.pools.len()).find_map(|v| s.open_claim(v, checks, flavor).ok()))
+}
+
 /// Take claims off the plan: their pods leave the counts, their flavors leave the limits.
 pub(super) fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
     let mut taken = Vec::new();
@@ -257,103 +312,112 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
     s.room.stale = true;
 }
 
-/// Place the pods on new claims only, held to `restrict` where it fits; None (nothing left behind)
-/// when some pod cannot be placed.
 /// A pod's checks depend on its relaxation level and the registered groups, never on counts, so the
 /// pass builds them once per pod.
 type ChecksCache = HashMap<usize, Rc<Checks>>;
 
-fn replace(
-    s: &mut Scheduler,
-    pods: &[usize],
-    restrict: Option<&str>,
-    budget: &mut i64,
-    cache: &mut ChecksCache,
-) -> Option<Vec<usize>> {
-    let mut order = pods.to_vec();
-    order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
-    let mut created: Vec<usize> = Vec::new();
-    for pod in order {
-        *budget -= 1;
-        let checks = match cache.get(&pod) {
-            Some(found) => found.clone(),
-            None => {
-                let prefs = s.placed_prefs[&pod].clone();
-                let built = Rc::new(s.checks(pod, &prefs));
-                cache.insert(pod, built.clone());
-                built
+impl Pass<'_> {
+    /// The pod's checks: anchored ones for a constrained pod of the move, else the cached ones.
+    fn checks_of(
+        &mut self,
+        s: &mut Scheduler,
+        pod: usize,
+        anchored: &AnchoredChecks,
+    ) -> Rc<Checks> {
+        if let Some(found) = anchored.get(&pod).or_else(|| self.cache.get(&pod)) {
+            return found.clone();
+        }
+        let prefs = s.placed_prefs[&pod].clone();
+        let built = Rc::new(s.checks(pod, &prefs));
+        self.cache.insert(pod, built.clone());
+        built
+    }
+
+    /// Place the pods on new claims only, held to `restrict` where it fits (and anchored pods to
+    /// their domains); None (nothing left behind) when some pod cannot be placed, or as soon as the new
+    /// claims cost `ceiling` or more: claims only grow and multiply, so such a move could no longer
+    /// be kept.
+    fn replace(
+        &mut self,
+        s: &mut Scheduler,
+        pods: &[usize],
+        restrict: Option<&str>,
+        anchored: &AnchoredChecks,
+        ceiling: f64,
+    ) -> Option<Vec<usize>> {
+        let mut order = pods.to_vec();
+        order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
+        let mut created: Vec<usize> = Vec::new();
+        for pod in order {
+            *self.budget -= 1;
+            let checks = self.checks_of(s, pod, anchored);
+            let joined = created.iter().any(|&index| {
+                let at = s.position(index).expect("created claim");
+                s.try_claim(at, &checks, false).is_ok()
+            });
+            if !joined {
+                let Some(at) = open(s, &checks, restrict) else {
+                    drop(take_off(s, &created));
+                    return None;
+                };
+                created.push(s.claims[at].index);
             }
-        };
-        let mut placed = false;
-        for &index in &created {
-            let at = s.position(index).expect("created claim");
-            if s.try_claim(at, &checks, false).is_ok() {
-                placed = true;
+            if price_of(s, &created) >= ceiling {
+                drop(take_off(s, &created));
+                return None;
+            }
+        }
+        Some(created)
+    }
+
+    fn repack(&mut self, s: &mut Scheduler, indexes: &[usize]) -> bool {
+        let claims: Vec<&Claim> = indexes
+            .iter()
+            .map(|i| s.claim(*i).expect("present"))
+            .collect();
+        let before: f64 = claims.iter().fold(0.0, |acc, c| acc + c.price());
+        let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
+        if pods.is_empty() {
+            return false;
+        }
+        let strategies = candidate_flavors(s, &claims, &pods);
+        let anchored = anchored_checks(s, indexes, self.groups);
+        let counts = (!anchored.is_empty()).then(|| constrained_counts(s, &pods, self.groups));
+        let taken = take_off(s, indexes);
+        let mut best: Option<(f64, Option<String>)> = None;
+        for restrict in strategies {
+            if *self.budget <= 0 {
                 break;
             }
-        }
-        if placed {
-            continue;
-        }
-        let mut attempts = vec![restrict];
-        if restrict.is_some() {
-            attempts.push(None);
-        }
-        'attempts: for flavor in attempts {
-            for v in 0..s.pools.len() {
-                if let Ok(at) = s.open_claim(v, &checks, flavor) {
-                    created.push(s.claims[at].index);
-                    placed = true;
-                    break 'attempts;
-                }
+            let ceiling = match &best {
+                None => before - SAVING,
+                Some(b) => (before - SAVING).min(b.0),
+            };
+            let Some(created) = self.replace(s, &pods, restrict.as_deref(), &anchored, ceiling)
+            else {
+                continue;
+            };
+            let cost = price_of(s, &created);
+            let kept = counts
+                .as_ref()
+                .is_none_or(|c| *c == constrained_counts(s, &pods, self.groups));
+            drop(take_off(s, &created));
+            if kept && cost < before - SAVING && best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, restrict));
             }
         }
-        if !placed {
-            let gone = take_off(s, &created);
-            drop(gone);
-            return None;
-        }
-    }
-    Some(created)
-}
-
-fn repack(s: &mut Scheduler, indexes: &[usize], budget: &mut i64, cache: &mut ChecksCache) -> bool {
-    let claims: Vec<&Claim> = indexes
-        .iter()
-        .map(|i| s.claim(*i).expect("present"))
-        .collect();
-    let before: f64 = claims.iter().fold(0.0, |acc, c| acc + c.price());
-    let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
-    if pods.is_empty() {
-        return false;
-    }
-    let strategies = candidate_flavors(s, &claims, &pods);
-    let taken = take_off(s, indexes);
-    let mut best: Option<(f64, Option<String>)> = None;
-    for restrict in strategies {
-        if *budget <= 0 {
-            break;
-        }
-        let Some(created) = replace(s, &pods, restrict.as_deref(), budget, cache) else {
-            continue;
+        let Some((_, restrict)) = best else {
+            put_back(s, taken);
+            return false;
         };
-        let cost = created
-            .iter()
-            .fold(0.0, |acc, i| acc + s.claim(*i).expect("created").price());
-        let gone = take_off(s, &created);
-        drop(gone);
-        if cost < before - SAVING && best.as_ref().is_none_or(|b| cost < b.0) {
-            best = Some((cost, restrict));
+        if self
+            .replace(s, &pods, restrict.as_deref(), &anchored, f64::INFINITY)
+            .is_none()
+        {
+            put_back(s, taken);
+            return false;
         }
+        s.removed.extend(taken);
+        true
     }
-    let Some((_, restrict)) = best else {
-        put_back(s, taken);
-        return false;
-    };
-    if replace(s, &pods, restrict.as_deref(), budget, cache).is_none() {
-        put_back(s, taken);
-        return false;
-    }
-    s.removed.extend(taken);
-    true
 }

@@ -1,5 +1,6 @@
 //! The scheduling core: snapshot in, plan out. No I/O, no Python: the bindings are elsewhere.
 
+pub mod anchored;
 pub mod counts;
 pub mod exact;
 pub mod exact_search;

@@ -15,6 +15,7 @@ use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget, Flavor};
 use crate::solver::topology::{min_count, spread_filter, spread_group, term_group, untolerated};
 
 /// One pod's constraints at one relaxation level, resolved against the topology groups.
+#[derive(Clone)]
 pub struct Checks {
     pub pod: usize,
     pub requirements: Reqs,
@@ -32,6 +33,7 @@ pub struct Checks {
 }
 
 /// One of the pod's own topology spread constraints.
+#[derive(Clone)]
 pub struct SpreadCheck {
     pub constraint: TopologySpreadConstraint,
     /// The topology group that counts the pods the constraint selects.
@@ -43,6 +45,7 @@ pub struct SpreadCheck {
 }
 
 /// A required pod affinity term: some pod of `group` must be in the pod's domain of `key`.
+#[derive(Clone)]
 pub struct AffinityCheck {
     pub group: usize,
     pub key: String,
@@ -51,6 +54,7 @@ pub struct AffinityCheck {
 }
 
 /// An anti-affinity term: no pod of `group` may be in the pod's domain of `key`.
+#[derive(Clone)]
 pub struct AntiCheck {
     pub group: usize,
     pub key: String,

@@ -1,0 +1,107 @@
+//! Moves of claims holding constrained pods (twin of `anchored.py`). A pod is constrained when a group
+//! that another pod's affinity (required or preferred) or a zone-level hard spread rule counts over
+//! selects it. The cost pass re-packs its claim with the pod anchored: held to its claim's value of
+//! every topology key it is part of except the hostname (a new claim is a new host), so each such
+//! group counts what it counted before in every domain, and the affinity of pods left in place and the
+//! global minimum of every spread rule do not move. A node of another flavor can still count a pod
+//! differently (nodeTaintsPolicy Honor), so a move stands only when the constrained groups' counts
+//! come out exactly as they were.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::greedy::{Checks, Scheduler};
+use super::model::HOSTNAME;
+use super::requirements::{Reqs, Requirement};
+use super::topology::term_group;
+
+/// Per constrained group (ascending), its non-zero counts by domain (ascending).
+pub type GroupCounts = Vec<(usize, Vec<(String, i64)>)>;
+
+/// Pod (arena id) -> its checks narrowed to its claim's domains.
+pub type AnchoredChecks = HashMap<usize, Rc<Checks>>;
+
+/// Groups that some pod's affinity or a zone-level (not hostname) hard spread rule counts over.
+pub fn constrained_groups(s: &Scheduler) -> HashSet<usize> {
+    let topo = &s.topology;
+    let mut groups = HashSet::default();
+    for pod in &s.pods {
+        for t in &pod.affinity {
+            groups.insert(topo.id_of(&term_group(t)));
+        }
+        for w in &pod.preferred_affinity {
+            groups.insert(topo.id_of(&term_group(&w.term)));
+        }
+    }
+    for rule in &topo.rules {
+        if rule.constraint.topology_key != HOSTNAME {
+            groups.insert(rule.group);
+        }
+    }
+    groups
+}
+
+pub fn is_constrained(s: &Scheduler, pod: usize, groups: &HashSet<usize>) -> bool {
+    s.topology
+        .selecting_cached(pod)
+        .iter()
+        .any(|g| groups.contains(g))
+}
+
+/// The checks of each constrained pod on the claims (by index), narrowed to its claim's domains.
+pub fn anchored_checks(
+    s: &mut Scheduler,
+    indexes: &[usize],
+    groups: &HashSet<usize>,
+) -> AnchoredChecks {
+    let mut out = AnchoredChecks::default();
+    for &index in indexes {
+        let claim = s.claim(index).expect("present");
+        let pods: Vec<usize> = claim
+            .pods
+            .iter()
+            .copied()
+            .filter(|&p| is_constrained(s, p, groups))
+            .collect();
+        for pod in pods {
+            let prefs = s.placed_prefs[&pod].clone();
+            let mut checks = s.checks(pod, &prefs);
+            let claim = s.claim(index).expect("present");
+            let mut anchor = Reqs::default();
+            for key in checks.keys.iter().filter(|k| *k != HOSTNAME) {
+                anchor.add(match claim.domain(key) {
+                    Some(value) => Requirement::exactly(key, &value),
+                    None => Requirement::absent(key),
+                });
+            }
+            checks.requirements = checks.requirements.intersect(&anchor);
+            out.insert(pod, Rc::new(checks));
+        }
+    }
+    out
+}
+
+/// What the constrained groups counting these pods count per domain (hostname groups aside: the moved
+/// pods' new hosts are new domains, and no pod left in place shares them).
+pub fn constrained_counts(s: &Scheduler, pods: &[usize], groups: &HashSet<usize>) -> GroupCounts {
+    let topo = &s.topology;
+    let counting: BTreeSet<usize> = pods
+        .iter()
+        .flat_map(|&p| topo.selecting_cached(p).iter().copied())
+        .filter(|g| groups.contains(g) && topo.groups[*g].key != HOSTNAME)
+        .collect();
+    counting
+        .into_iter()
+        .map(|g| {
+            let mut here: Vec<(String, i64)> = topo.counts[g]
+                .iter()
+                .filter(|(_, n)| **n != 0)
+                .map(|(domain, n)| (domain.clone(), *n))
+                .collect();
+            here.sort();
+            (g, here)
+        })
+        .collect()
+}
