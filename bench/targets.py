@@ -37,6 +37,13 @@ TARGETS: tuple[Target, ...] = (
         Target("rust", w, "cost_ratio", 1.05, "cost within 5% of the lower bound")
         for w in ("generic-1000", "generic-5000", "generic-20000", "capi-200", "capi-1000", "capi-5000")
     ),
+    Target(
+        "rust",
+        "spread-1000",
+        "cost_ratio",
+        1.05,
+        "zone-spread Deployments, a pricey large flavor: cost within 5% of the lower bound",
+    ),
 )
 
 

@@ -127,6 +127,24 @@ def capi_overhead() -> tuple[DaemonSet, ...]:
     )
 
 
+# -- A catalog with a pricey large flavor ----------------------------------------------------------------
+
+# name, vCPU, memory GB, EUR per hour: the OVH-like general-purpose b3 flavors up to 16 vCPU, and one
+# large flavor priced as bare metal is (about 2.5 times the b3 price per vCPU), which a claim that grows
+# past 16 vCPU turns into.
+PRICEY_LARGE_FLAVORS: tuple[tuple[str, int, int, float], ...] = (
+    ("b3-8", 2, 8, 0.0508),
+    ("b3-16", 4, 16, 0.1016),
+    ("b3-32", 8, 32, 0.2032),
+    ("b3-64", 16, 64, 0.4064),
+    ("metal-96", 48, 192, 3.0),
+)
+
+
+def pricey_large_flavors() -> tuple[InstanceType, ...]:
+    return tuple(flavor(n, c, g * GB, p, OVH_ZONES) for n, c, g, p in PRICEY_LARGE_FLAVORS)
+
+
 # -- The article ----------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ Families:
 - `prefs`: preferences only (preferred zone affinity, unmeetable preferred zone anti-affinity, preferred
   hostname anti-affinity), which the engines must try hard and then relax.
 - `capi`: an OVH-like catalog with prices, mixed pod sizes, large pods and a few GPU pods.
+- `spread`: Deployments, each spread over the three zones (maxSkew 1, DoNotSchedule), against the
+  general-purpose flavors and one pricey large flavor that claims grow into.
 - `article`: the article's two experiments on c3-4/c3-8/c3-16.
 """
 
@@ -164,6 +166,30 @@ def capi_catalog(count: int, seed: int = 3) -> Snapshot:
     return _snapshot(pods, catalogs.capi_flavors(), catalogs.capi_overhead())
 
 
+# -- Spread Deployments ---------------------------------------------------------------------------------
+
+SPREAD_REPLICAS = (6, 12, 20, 30, 50)
+SPREAD_SIZES: tuple[tuple[int, int], ...] = ((100, 128), (250, 512), (500, 1024), (1000, 2048), (2000, 4096))
+
+
+def spread_deployments(count: int, seed: int = 4) -> Snapshot:
+    """Deployments of 6 to 50 replicas of one size each, each spread over the zones by its own label,
+    until `count` pods, against `catalogs.pricey_large_flavors()`."""
+    rng = random.Random(seed)
+    pods: list[Pod] = []
+    deployment = 0
+    while len(pods) < count:
+        replicas = min(rng.choice(SPREAD_REPLICAS), count - len(pods))
+        cpu, memory = rng.choice(SPREAD_SIZES)
+        app = f"deploy-{deployment}"
+        spread = TopologySpreadConstraint(1, ZONE, "DoNotSchedule", _select("app", app))
+        for i in range(replicas):
+            sizes = requests(cpu, memory * MI)
+            pods.append(Pod(NAMESPACE, f"{app}-{i}", sizes, labels={"app": app}, spread=(spread,)))
+        deployment += 1
+    return _snapshot(pods, catalogs.pricey_large_flavors(), catalogs.capi_overhead())
+
+
 # -- The article ----------------------------------------------------------------------------------------
 
 
@@ -195,6 +221,7 @@ SIZED_FAMILIES: dict[str, tuple[str, Callable[[int], Snapshot]]] = {
     "generic": ("generic pods only", partial(karpenter_mix, generic_only=True)),
     "prefs": ("preferences to relax", preferences),
     "capi": ("OVH-like CAPI catalog", capi_catalog),
+    "spread": ("zone-spread Deployments, a pricey large flavor", spread_deployments),
 }
 FAMILIES = (*SIZED_FAMILIES, "article")
 
@@ -209,7 +236,13 @@ def sized(family: str, pods: int) -> list[Workload]:
 
 def all_workloads() -> list[Workload]:
     """The committed report's set: the article's experiments, then each family at its sizes."""
-    plan = [("mix", SIZES), ("generic", SIZES), ("prefs", (4000,)), ("capi", (200, 1000, 5000))]
+    plan = [
+        ("mix", SIZES),
+        ("generic", SIZES),
+        ("prefs", (4000,)),
+        ("capi", (200, 1000, 5000)),
+        ("spread", (1000,)),
+    ]
     return [*_ARTICLE, *(w for family, sizes in plan for n in sizes for w in sized(family, n))]
 
 
