@@ -24,6 +24,10 @@ FAMILIES = {
     "l4-90 with one `nvidia.com/gpu`, tainted; EUR/h list-like prices; three zones), CNI + exporter "
     "DaemonSets everywhere and a device plugin on GPU nodes; 55% small, 25% medium, 10% memory-heavy, "
     "7% CPU-heavy, 3% large (12-14 CPU, 48-96 GiB) pods and about 1% GPU pods.",
+    "spread": "Deployments of 6 to 50 replicas of one size each (100m/128Mi to 2 CPU/4Gi), each spread over "
+    "three zones by its own label (maxSkew 1, DoNotSchedule), on the OVH-like b3 flavors up to 16 vCPU "
+    "and one metal-96 (48 vCPU, 192 GB) priced 2.5x per vCPU, which claims that grow past 16 vCPU turn "
+    "into; the CAPI catalog's DaemonSets. The bound ignores zones.",
 }
 
 
