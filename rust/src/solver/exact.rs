@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::anchored::{constrained_groups, is_constrained};
-use super::exact_search::{patterns, Column, Pattern, Search, SAVING};
+use super::exact_search::{patterns, Column, Pattern, Search, MAX_SHAPES, SAVING};
 use super::greedy::{biggest_first, Checks, Scheduler};
 use super::improve::{put_back, take_off};
 use super::model::{Pod, HOSTNAME};
@@ -21,7 +21,6 @@ use super::preferences::Preferences;
 use super::resources as res;
 
 const MAX_PODS: usize = 60;
-const MAX_SHAPES: usize = 8;
 const VISITS_PER_COLUMN: i64 = 20_000;
 const SEARCH_STEPS: i64 = 200_000;
 
@@ -300,7 +299,7 @@ fn search(
         .flat_map(|view| view.remaining.iter().map(|(_, left)| *left))
         .collect();
     let search = Search::new(&found, columns, &requests, ratios, SEARCH_STEPS, before);
-    let chosen = search.run(demand, limits)?;
+    let chosen = search.run(&demand, limits)?;
     Some(chosen.into_iter().map(|i| found[i].clone()).collect())
 }
 

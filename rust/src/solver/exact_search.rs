@@ -10,6 +10,10 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub const SAVING: f64 = 1e-9;
+/// The most shapes the search takes: the pods left per shape fit a fixed array, no allocation a step.
+pub const MAX_SHAPES: usize = 8;
+
+type Demand = [usize; MAX_SHAPES];
 
 /// One (NodePool, flavor) a claim can be.
 pub struct Column {
@@ -156,7 +160,7 @@ pub fn patterns(
     walk.extend(0).then_some(walk.found)
 }
 
-type State = (Vec<usize>, Vec<i64>);
+type State = (Demand, Vec<i64>);
 
 /// Raise each shape's price per pod in turn, from `first` on, as far as every pattern holding it
 /// allows (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so).
@@ -280,9 +284,11 @@ impl<'a> Search<'a> {
     }
 
     /// The cheapest cover found below the starting cost (pattern indexes), None if none was.
-    pub fn run(mut self, demand: Vec<usize>, limits: Vec<i64>) -> Option<Vec<usize>> {
+    pub fn run(mut self, demand: &[usize], limits: Vec<i64>) -> Option<Vec<usize>> {
         let mut chosen = Vec::new();
-        self.expand(demand, limits, 0.0, &mut chosen, 0);
+        let mut left: Demand = [0; MAX_SHAPES];
+        left[..demand.len()].copy_from_slice(demand);
+        self.expand(left, limits, 0.0, &mut chosen, 0);
         self.best
     }
 
@@ -290,7 +296,7 @@ impl<'a> Search<'a> {
     /// covering one shape are taken in rank order, so each set of them is tried once.
     fn expand(
         &mut self,
-        demand: Vec<usize>,
+        demand: Demand,
         limits: Vec<i64>,
         cost: f64,
         chosen: &mut Vec<usize>,
@@ -316,17 +322,16 @@ impl<'a> Search<'a> {
         }
         self.seen.insert(state.clone(), (cost, start));
         let (demand, limits) = state;
-        let mut tried: HashSet<(usize, Vec<usize>)> = HashSet::default();
+        let mut tried: HashSet<(usize, Demand)> = HashSet::default();
         for rank in start..self.by_shape[shape].len() {
             let i = self.by_shape[shape][rank];
             let p = &self.patterns[i];
-            let after: Vec<usize> = demand
-                .iter()
-                .zip(&p.counts)
-                .map(|(&d, &n)| d.saturating_sub(n))
-                .collect();
+            let mut after = demand;
+            for (left, &n) in after.iter_mut().zip(&p.counts) {
+                *left = left.saturating_sub(n);
+            }
             // The same node as a pattern tried before, at this demand.
-            if !tried.insert((p.column, after.clone())) {
+            if !tried.insert((p.column, after)) {
                 continue;
             }
             if self.steps <= 0 {
