@@ -33,7 +33,7 @@ from kapstan.scheduling.targets import Claim
 MAX_PODS = 60
 MAX_SHAPES = 8
 VISITS_PER_COLUMN = 20_000
-SEARCH_STEPS = 200_000
+SEARCH_STEPS = 150_000
 
 
 def exact(scheduler: Scheduler) -> None:

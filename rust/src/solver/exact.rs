@@ -22,7 +22,7 @@ use super::resources as res;
 
 const MAX_PODS: usize = 60;
 const VISITS_PER_COLUMN: i64 = 20_000;
-const SEARCH_STEPS: i64 = 200_000;
+const SEARCH_STEPS: i64 = 150_000;
 
 type ChecksOf = HashMap<usize, Checks>;
 
