@@ -370,3 +370,7 @@ fn materialise(
     }
     true
 }
+
+#[cfg(test)]
+#[path = "exact_tests.rs"]
+mod tests;
