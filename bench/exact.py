@@ -9,7 +9,9 @@ engine's cost and median solve time now, with whether it is optimal. The validat
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,7 +104,9 @@ def _summary(rows: list[Row], engines: list[str], command: str) -> list[str]:
         "GiB differently, 2-5 groups of 2-12 pods, some with hostname anti-affinity, some with a DaemonSet "
         "on every node); optimum: the cover MIP over every maximal packing, proven by HiGHS. *before*: "
         "greedy placement and the cost pass (the Python engine with the exact pass off). Times: median "
-        "wall time of `kapstan.scheduling.solve()`, Rust over the repeats, Python one run.",
+        "wall time of `kapstan.scheduling.solve()`, Rust over the repeats, Python one run. "
+        f"Measured at {_commit()} on a machine with {os.cpu_count()} cores at load average "
+        f"{os.getloadavg()[0]:.1f} when the run ended.",
         "",
         f"- {len(proven)} of {len(rows)} optima proven.",
         f"- before: optimal on {sum(1 for x in ratios if x <= 1 + TOLERANCE)} of {len(ratios)}, "
@@ -116,6 +120,11 @@ def _summary(rows: list[Row], engines: list[str], command: str) -> list[str]:
             line += f", {sum(1 for t in times if t < RUST_AIM_MS)} of {len(times)} under {RUST_AIM_MS:.0f} ms"
         out.append(line + ".")
     return out
+
+
+def _commit() -> str:
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True)
+    return found.stdout.strip() or "an unknown commit"
 
 
 def main() -> None:
