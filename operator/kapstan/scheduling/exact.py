@@ -40,9 +40,9 @@ def exact(scheduler: Scheduler) -> None:
     """Replace the movable claims by the cheapest cover the search finds, when it is strictly cheaper."""
     pinned = constrained_groups(scheduler)
     movable = [c for c in scheduler.claims if not any(is_constrained(scheduler, p, pinned) for p in c.pods)]
-    pods = sorted((p for c in movable for p in c.pods), key=biggest_first)
-    if not pods or len(pods) > MAX_PODS:
+    if not 0 < sum(len(c.pods) for c in movable) <= MAX_PODS:
         return
+    pods = sorted((p for c in movable for p in c.pods), key=biggest_first)
     checks = {p.key: scheduler.checks(p, scheduler.placed_prefs[p.key]) for p in pods}
     if not all(_local(c) for c in checks.values()):
         return

@@ -35,14 +35,18 @@ pub fn exact(s: &mut Scheduler) {
         .filter(|c| !c.pods.iter().any(|&p| is_constrained(s, p, &pinned)))
         .map(|c| c.index)
         .collect();
+    let count: usize = movable
+        .iter()
+        .map(|&i| s.claim(i).expect("present").pods.len())
+        .sum();
+    if count == 0 || count > MAX_PODS {
+        return;
+    }
     let mut pods: Vec<usize> = movable
         .iter()
         .flat_map(|&i| s.claim(i).expect("present").pods.clone())
         .collect();
     pods.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
-    if pods.is_empty() || pods.len() > MAX_PODS {
-        return;
-    }
     let mut checks = ChecksOf::default();
     for &p in &pods {
         let prefs = s.placed_prefs[&p].clone();
