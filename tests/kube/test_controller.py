@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from typing import Any
 
 import pytest
@@ -130,3 +131,35 @@ def test_a_server_that_does_not_answer_is_retried_every_few_seconds_not_backed_o
     assert calls[-1] <= 60.0  # the uncapped backoff would have waited 1+2+...+2048 s
     assert "failed (retry" not in caplog.text  # one warning line each, no traceback
     assert "ConnectError: All connection attempts failed; trying again" in caplog.text
+
+
+def test_a_conflict_is_read_again_soon_in_one_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> list[float]:
+        clock = FakeClock(start=0.0)
+        calls: list[float] = []
+
+        async def reconcile(key: str) -> Result:
+            calls.append(clock.now())
+            if len(calls) <= 8:  # another writer keeps winning the race for a while
+                raise ApiError("PATCH nodes n1: the object has been modified", status=409, reason="Conflict")
+            return Result()
+
+        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=1000.0), clock=clock)
+        task = asyncio.create_task(controller.run())
+        controller.enqueue(event("a"))
+        for _ in range(120):
+            await settle()
+            clock.advance(1.0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert controller.queue.retries("ns/a") == 0
+        return calls
+
+    with caplog.at_level(logging.INFO):
+        calls = asyncio.run(scenario())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
+    assert len(calls) == 9 and max(gaps) <= TRANSIENT_CAP
+    assert "Traceback" not in caplog.text and "failed (retry" not in caplog.text
+    assert caplog.text.count("the object has been modified; reading it again") == 8

@@ -81,6 +81,13 @@ class Controller:
         except asyncio.CancelledError:
             raise
         except ApiError as error:
+            if error.conflict:
+                # The object changed since the cache showed it (a kubelet's or CAPI's status write, most
+                # often): the reconcile reads it again, soon. Routine under optimistic locking, so one line
+                # and no traceback; the backoff still grows if the same key keeps losing the race.
+                log.info("%s: reconciling %s: %s; reading it again", self.name, key, error)
+                self.queue.add_rate_limited(key, cap=TRANSIENT_CAP)
+                return
             if not error.transient:
                 self._failed(key)
                 return
