@@ -248,7 +248,7 @@ fn find_conflicts(
     }
 }
 
-fn flavor_of(s: &Scheduler, column: &Column) -> std::rc::Rc<super::targets::Flavor> {
+fn flavor_of(s: &Scheduler, column: &Column) -> std::rc::Rc<super::flavors::Flavor> {
     s.pools[column.view]
         .flavors
         .iter()

@@ -5,9 +5,9 @@
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
+use super::flavors::{Flavor, OFFERING_KEYS};
 use super::model::{lookup, CAPACITY_TYPE, ZONE};
 use super::requirements::{Reqs, Requirement};
-use super::targets::{Flavor, OFFERING_KEYS};
 
 /// A label requirement on a key some flavor of the catalog carries, and whether a node of the pool
 /// without that label meets it (absence allowed, or the pool gives every node the key).

@@ -9,9 +9,10 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Scheduler;
+use crate::solver::flavors::{Flavor, OFFERING_KEYS};
 use crate::solver::model::{lookup, Offering, HOSTNAME};
 use crate::solver::resources as res;
-use crate::solver::targets::{Claim, Flavor, OFFERING_KEYS};
+use crate::solver::targets::Claim;
 use crate::solver::topology::untolerated;
 
 /// How many fallback flavors a claim lists at the most.

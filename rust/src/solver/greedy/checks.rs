@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 use super::Scheduler;
 use crate::solver::counts::SpreadRule;
 use crate::solver::flavor_test::FlavorTest;
+use crate::solver::flavors::Flavor;
 use crate::solver::model::{Taint, TopologySpreadConstraint, HOSTNAME};
 use crate::solver::preferences::Preferences;
 use crate::solver::requirements::{Reqs, Requirement};
 use crate::solver::resources as res;
-use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget, Flavor};
+use crate::solver::targets::{with_flavor_taints, Claim, ExistingTarget};
 use crate::solver::topology::{min_count, spread_filter, spread_group, term_group, untolerated};
 
 /// One pod's constraints at one relaxation level, resolved against the topology groups.

@@ -8,10 +8,12 @@ use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::{room_left, Checks, Scheduler};
+use crate::solver::flavors::{most_net, Flavor, FlavorList, OFFERING_KEYS};
 use crate::solver::model::{HostPort, Pod, Toleration, CPU, HOSTNAME, MEMORY};
+use crate::solver::pools::PoolView;
 use crate::solver::requirements::Reqs;
 use crate::solver::resources as res;
-use crate::solver::targets::{most_net, Claim, Flavor, FlavorList, PoolView, OFFERING_KEYS};
+use crate::solver::targets::Claim;
 use crate::solver::topology::untolerated;
 
 /// What adding a pod to a claim changes, computed before anything is mutated.

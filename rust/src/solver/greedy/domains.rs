@@ -5,9 +5,10 @@
 use std::rc::Rc;
 
 use super::{Checks, Scheduler};
+use crate::solver::flavors::{Flavor, FlavorList, OFFERING_KEYS};
 use crate::solver::model::{lookup, HOSTNAME};
 use crate::solver::requirements::{Reqs, Requirement};
-use crate::solver::targets::{Claim, Flavor, FlavorList, OFFERING_KEYS};
+use crate::solver::targets::Claim;
 
 /// How many domain choices one placement may try across its topology keys (`settle_domains`).
 const SETTLE_TRIES: i64 = 32;

@@ -18,14 +18,14 @@ use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::counts::TopologyCounts;
+use super::flavors::{OfferingKinds, OFFERING_KEYS};
 use super::model::{lookup, Pairs, PlannedNodeClaim, Pod, Snapshot, CAPACITY_TYPE, NODEPOOL, ZONE};
+use super::pools::PoolView;
 use super::preferences::Preferences;
 use super::requirements::{carried_value, Reqs};
 use super::resources::Names;
 use super::room::RoomIndex;
-use super::targets::{
-    set_label, Claim, ClaimList, ExistingTarget, OfferingKinds, PoolView, OFFERING_KEYS,
-};
+use super::targets::{set_label, Claim, ClaimList, ExistingTarget};
 
 pub use alternatives::{AlternativeFlavors, MAX_ALTERNATIVES};
 pub use checks::{AffinityCheck, AntiCheck, Checks, Problem, SpreadCheck};

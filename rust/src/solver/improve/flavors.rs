@@ -3,8 +3,9 @@
 
 use std::rc::Rc;
 
+use crate::solver::flavors::Flavor;
 use crate::solver::greedy::Scheduler;
-use crate::solver::targets::{Claim, Flavor};
+use crate::solver::targets::Claim;
 
 const FLAVORS_PER_MOVE: usize = 4;
 /// Moves of more claims than this (zone groups) leave their claims' own flavors out.
