@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator
 from itertools import chain
 
+from kapstan.scheduling import resources as res
 from kapstan.scheduling.anchored import (
     anchored_checks,
     constrained_counts,
@@ -46,9 +47,37 @@ class Budget:
         self.left -= placements
 
 
+class Floors:
+    """Per pod requests, the least a new claim holding such a pod can cost: the cheapest available offering
+    of any pool's flavor whose net resources hold them. A claim's price is an available offering of its
+    chosen flavor, which holds every pod on it, so no new claim for such a pod costs less (infinite when
+    no flavor holds it, and then none opens)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.known: dict[tuple[tuple[str, int], ...], float] = {}
+
+    def of(self, pod: Pod) -> float:
+        key = tuple(sorted(pod.requests.items()))
+        if key not in self.known:
+            self.known[key] = min(
+                (
+                    o.price
+                    for view in self.scheduler.pools
+                    for f in view.flavors
+                    if res.fits({}, pod.requests, f.net)
+                    for o in f.it.offerings
+                    if o.available
+                ),
+                default=math.inf,
+            )
+        return self.known[key]
+
+
 def improve(scheduler: Scheduler) -> None:
     budget = Budget(min(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS, MAX_PLACEMENTS))
     groups = constrained_groups(scheduler)
+    floors = Floors(scheduler)
     improved = True
     while improved and budget.left > 0:
         improved = False
@@ -60,7 +89,9 @@ def improve(scheduler: Scheduler) -> None:
         for claims in chain(_moves(free), _zone_groups(held)):
             if budget.left <= 0:
                 break
-            if all(c in scheduler.claims for c in claims) and _repack(scheduler, claims, budget, groups):
+            if all(c in scheduler.claims for c in claims) and _repack(
+                scheduler, claims, budget, groups, floors
+            ):
                 improved = True
 
 
@@ -136,20 +167,27 @@ def put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
 
 def _replace(
     scheduler: Scheduler,
-    pods: list[Pod],
+    order: list[Pod],
     restrict: str | None,
     budget: Budget,
     anchored: dict[str, Checks],
+    floors: Floors,
     ceiling: float = math.inf,
 ) -> list[Claim] | None:
-    """Place the pods on new claims only, held to `restrict` where it fits (and anchored pods to their
-    domains); None (and nothing left behind) when some pod cannot be placed, or as soon as the new claims
-    cost `ceiling` or more: claims only grow and multiply, so such a move could no longer be kept."""
+    """Place the pods (biggest first, as `_repack` sorted them) on new claims only, held to `restrict`
+    where it fits (and anchored pods to their domains); None (and nothing left behind) when some pod
+    cannot be placed, or as soon as the new claims cost `ceiling` or more: claims only grow and
+    multiply, so such a move could no longer be kept."""
     created: list[Claim] = []
-    for pod in sorted(pods, key=biggest_first):
+    for pod in order:
         budget.spend(1)
         checks = anchored.get(pod.key) or scheduler.checks(pod, scheduler.placed_prefs[pod.key])
         if not any(scheduler.try_claim(claim, checks) is None for claim in created):
+            # A new claim costs at least the pod's floor: when that reaches the ceiling, give the move up
+            # before opening it, as the check after opening would (the same placements spent).
+            if sum(c.price for c in created) + floors.of(pod) >= ceiling:
+                take_off(scheduler, created)
+                return None
             opened = _open(scheduler, checks, restrict)
             if opened is None:
                 take_off(scheduler, created)
@@ -171,12 +209,16 @@ def _open(scheduler: Scheduler, checks: Checks, restrict: str | None) -> Claim |
     return None
 
 
-def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, groups: set[int]) -> bool:
+def _repack(
+    scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, groups: set[int], floors: Floors
+) -> bool:
     before = sum(c.price for c in claims)
     pods = [p for c in claims for p in c.pods]
     if not pods:
         return False
     strategies = _candidate_flavors(claims, pods)
+    # Every strategy places the pods in the same order: sorted once here, not per strategy.
+    order = sorted(pods, key=biggest_first)
     anchored = anchored_checks(scheduler, claims, groups)
     counts = constrained_counts(scheduler, pods, groups) if anchored else None
     take_off(scheduler, claims)
@@ -185,7 +227,7 @@ def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, gro
         if budget.left <= 0:
             break
         ceiling = before - SAVING if best is None else min(before - SAVING, best[0])
-        created = _replace(scheduler, pods, restrict, budget, anchored, ceiling)
+        created = _replace(scheduler, order, restrict, budget, anchored, floors, ceiling)
         if created is None:
             continue
         cost = sum(c.price for c in created)
@@ -193,7 +235,7 @@ def _repack(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, gro
         take_off(scheduler, created)
         if kept and cost < before - SAVING and (best is None or cost < best[0]):
             best = (cost, restrict)
-    if best is None or _replace(scheduler, pods, best[1], budget, anchored) is None:
+    if best is None or _replace(scheduler, order, best[1], budget, anchored, floors) is None:
         put_back(scheduler, claims)
         return False
     return True

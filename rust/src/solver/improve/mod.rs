@@ -15,6 +15,7 @@ use flavors::candidate_flavors;
 
 use super::greedy::{biggest_first, Checks, Scheduler};
 use super::model::ZONE;
+use super::resources::dense_fits;
 use super::targets::{Claim, ClaimList};
 
 const PLACEMENTS_PER_POD: i64 = 10;
@@ -30,6 +31,7 @@ pub fn improve(s: &mut Scheduler) {
         (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS);
     let groups = constrained_groups(s);
     let mut cache = ChecksCache::default();
+    let mut floors = FloorCache::default();
     let mut improved = true;
     while improved && budget > 0 {
         let (held, free): (Vec<&Claim>, Vec<&Claim>) = s
@@ -42,6 +44,7 @@ pub fn improve(s: &mut Scheduler) {
         let mut pass = Pass {
             budget: &mut budget,
             cache: &mut cache,
+            floors: &mut floors,
             groups: &groups,
         };
         improved = pass.moves(s, &free);
@@ -49,10 +52,12 @@ pub fn improve(s: &mut Scheduler) {
     }
 }
 
-/// One round's shared state: the placements left, the pods' checks, the constrained groups.
+/// One round's shared state: the placements left, the pods' checks, the cheapest claim per pod
+/// shape, the constrained groups.
 struct Pass<'p> {
     budget: &'p mut i64,
     cache: &'p mut ChecksCache,
+    floors: &'p mut FloorCache,
     groups: &'p HashSet<usize>,
 }
 
@@ -201,6 +206,23 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
 /// pass builds them once per pod.
 type ChecksCache = HashMap<usize, Rc<Checks>>;
 
+/// Per pod requests, the least a new claim holding such a pod can cost (`cheapest_fit`).
+type FloorCache = HashMap<Vec<i64>, f64>;
+
+/// The cheapest available offering of any pool's flavor whose net resources hold the requests: a
+/// claim's price is an available offering of its chosen flavor, which holds every pod on it, so no new
+/// claim for such a pod costs less (infinite when no flavor holds it, and then none opens).
+fn cheapest_fit(s: &Scheduler, requests: &[i64]) -> f64 {
+    let nothing = vec![0; requests.len()];
+    s.pools
+        .iter()
+        .flat_map(|view| view.flavors.iter())
+        .filter(|f| dense_fits(&nothing, requests, &f.net_dense))
+        .flat_map(|f| f.it.offerings.iter().filter(|o| o.available))
+        .map(|o| o.price)
+        .fold(f64::INFINITY, f64::min)
+}
+
 impl Pass<'_> {
     /// The pod's checks: anchored ones for a constrained pod of the move, else the cached ones.
     fn checks_of(
@@ -218,28 +240,42 @@ impl Pass<'_> {
         built
     }
 
-    /// Place the pods on new claims only, held to `restrict` where it fits (and anchored pods to
-    /// their domains); None (nothing left behind) when some pod cannot be placed, or as soon as the new
-    /// claims cost `ceiling` or more: claims only grow and multiply, so such a move could no longer
-    /// be kept.
+    fn floor_of(&mut self, s: &Scheduler, pod: usize) -> f64 {
+        let requests = &s.requests[pod];
+        if let Some(found) = self.floors.get(requests) {
+            return *found;
+        }
+        let floor = cheapest_fit(s, requests);
+        self.floors.insert(requests.clone(), floor);
+        floor
+    }
+
+    /// Place the pods (biggest first, as `repack` sorted them) on new claims only, held to `restrict`
+    /// where it fits (and anchored pods to their domains); None (nothing left behind) when some pod
+    /// cannot be placed, or as soon as the new claims cost `ceiling` or more: claims only grow and
+    /// multiply, so such a move could no longer be kept.
     fn replace(
         &mut self,
         s: &mut Scheduler,
-        pods: &[usize],
+        order: &[usize],
         restrict: Option<&str>,
         anchored: &AnchoredChecks,
         ceiling: f64,
     ) -> Option<Vec<usize>> {
-        let mut order = pods.to_vec();
-        order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
         let mut created: Vec<usize> = Vec::new();
-        for pod in order {
+        for &pod in order {
             *self.budget -= 1;
             let checks = self.checks_of(s, pod, anchored);
             let joined = created.iter().any(|&index| {
                 let at = s.position(index).expect("created claim");
                 s.try_claim(at, &checks, false).is_ok()
             });
+            // A new claim costs at least the pod's floor: when that reaches the ceiling, give the move
+            // up before opening it, as the check after opening would (the same placements spent).
+            if !joined && price_of(s, &created) + self.floor_of(s, pod) >= ceiling {
+                drop(take_off(s, &created));
+                return None;
+            }
             if !joined {
                 let Some(at) = open(s, &checks, restrict) else {
                     drop(take_off(s, &created));
@@ -266,6 +302,10 @@ impl Pass<'_> {
             return false;
         }
         let strategies = candidate_flavors(s, &claims, &pods);
+        // Every strategy places the pods in the same order: sorted once here, not per strategy (the
+        // sort key builds each pod's name).
+        let mut order = pods.clone();
+        order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
         let anchored = anchored_checks(s, indexes, self.groups);
         let counts = (!anchored.is_empty()).then(|| constrained_counts(s, &pods, self.groups));
         let taken = take_off(s, indexes);
@@ -278,7 +318,7 @@ impl Pass<'_> {
                 None => before - SAVING,
                 Some(b) => (before - SAVING).min(b.0),
             };
-            let Some(created) = self.replace(s, &pods, restrict.as_deref(), &anchored, ceiling)
+            let Some(created) = self.replace(s, &order, restrict.as_deref(), &anchored, ceiling)
             else {
                 continue;
             };
@@ -296,7 +336,7 @@ impl Pass<'_> {
             return false;
         };
         if self
-            .replace(s, &pods, restrict.as_deref(), &anchored, f64::INFINITY)
+            .replace(s, &order, restrict.as_deref(), &anchored, f64::INFINITY)
             .is_none()
         {
             put_back(s, taken);
@@ -306,3 +346,7 @@ impl Pass<'_> {
         true
     }
 }
+
+#[cfg(test)]
+#[path = "floors_tests.rs"]
+mod tests;
