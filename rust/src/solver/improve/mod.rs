@@ -32,6 +32,7 @@ pub fn improve(s: &mut Scheduler) {
     let groups = constrained_groups(s);
     let mut cache = ChecksCache::default();
     let mut floors = FloorCache::default();
+    let mut sort_keys: SortKeys = vec![None; s.pods.len()];
     let mut improved = true;
     while improved && budget > 0 {
         let (held, free): (Vec<&Claim>, Vec<&Claim>) = s
@@ -45,6 +46,7 @@ pub fn improve(s: &mut Scheduler) {
             budget: &mut budget,
             cache: &mut cache,
             floors: &mut floors,
+            sort_keys: &mut sort_keys,
             groups: &groups,
         };
         improved = pass.moves(s, &free);
@@ -53,11 +55,12 @@ pub fn improve(s: &mut Scheduler) {
 }
 
 /// One round's shared state: the placements left, the pods' checks, the cheapest claim per pod
-/// shape, the constrained groups.
+/// shape, the pods' sort keys, the constrained groups.
 struct Pass<'p> {
     budget: &'p mut i64,
     cache: &'p mut ChecksCache,
     floors: &'p mut FloorCache,
+    sort_keys: &'p mut SortKeys,
     groups: &'p HashSet<usize>,
 }
 
@@ -206,6 +209,10 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
 /// pass builds them once per pod.
 type ChecksCache = HashMap<usize, Rc<Checks>>;
 
+/// Per pod (arena id), its `biggest_first` key, built the first time a move holds the pod: the key
+/// names the pod, and formatting names again for every move was a sixteenth of capi-1000's solve.
+type SortKeys = Vec<Option<(i64, i64, String)>>;
+
 /// Per pod requests, the least a new claim holding such a pod can cost (`cheapest_fit`).
 type FloorCache = HashMap<Vec<i64>, f64>;
 
@@ -304,8 +311,11 @@ impl Pass<'_> {
         let strategies = candidate_flavors(s, &claims, &pods);
         // Every strategy places the pods in the same order: sorted once here, not per strategy (the
         // sort key builds each pod's name).
+        for &p in &pods {
+            self.sort_keys[p].get_or_insert_with(|| biggest_first(s.pods[p]));
+        }
         let mut order = pods.clone();
-        order.sort_by_cached_key(|&p| biggest_first(s.pods[p]));
+        order.sort_by(|a, b| self.sort_keys[*a].cmp(&self.sort_keys[*b]));
         let anchored = anchored_checks(s, indexes, self.groups);
         let counts = (!anchored.is_empty()).then(|| constrained_counts(s, &pods, self.groups));
         let taken = take_off(s, indexes);
