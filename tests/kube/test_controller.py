@@ -102,48 +102,18 @@ def test_run_shuts_the_queue_down_when_cancelled() -> None:
     assert asyncio.run(scenario()) == 0
 
 
-def test_a_server_that_does_not_answer_is_retried_every_few_seconds_not_backed_off_for_minutes(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def _attempts_while_failing(failures: int, error: ApiError) -> list[float]:
+    """When a controller with a 1000 s backoff ceiling tries key ns/a whose first ``failures`` reconciles
+    raise ``error``, over two minutes of a fake clock; the key's retries must be forgotten at the end."""
+
     async def scenario() -> list[float]:
         clock = FakeClock(start=0.0)
         calls: list[float] = []
 
         async def reconcile(key: str) -> Result:
             calls.append(clock.now())
-            if len(calls) <= 12:  # the server is away for about a minute
-                raise ApiError("GET machinedeployments ns/pool: ConnectError: All connection attempts failed")
-            return Result()
-
-        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=1000.0), clock=clock)
-        task = asyncio.create_task(controller.run())
-        controller.enqueue(event("a"))
-        for _ in range(120):
-            await settle()
-            clock.advance(1.0)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return calls
-
-    calls = asyncio.run(scenario())
-    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
-    assert len(calls) == 13 and max(gaps) <= TRANSIENT_CAP  # a non-answer never backs off beyond the cap
-    assert calls[-1] <= 60.0  # the uncapped backoff would have waited 1+2+...+2048 s
-    assert "failed (retry" not in caplog.text  # one warning line each, no traceback
-    assert "ConnectError: All connection attempts failed; trying again" in caplog.text
-
-
-def test_a_conflict_is_read_again_soon_in_one_line_without_a_traceback(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    async def scenario() -> list[float]:
-        clock = FakeClock(start=0.0)
-        calls: list[float] = []
-
-        async def reconcile(key: str) -> Result:
-            calls.append(clock.now())
-            if len(calls) <= 8:  # another writer keeps winning the race for a while
-                raise ApiError("PATCH nodes n1: the object has been modified", status=409, reason="Conflict")
+            if len(calls) <= failures:
+                raise error
             return Result()
 
         controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=1000.0), clock=clock)
@@ -157,8 +127,29 @@ def test_a_conflict_is_read_again_soon_in_one_line_without_a_traceback(
         assert controller.queue.retries("ns/a") == 0
         return calls
 
+    return asyncio.run(scenario())
+
+
+def test_a_server_that_does_not_answer_is_retried_every_few_seconds_not_backed_off_for_minutes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the server is away for about a minute
+    away = ApiError("GET machinedeployments ns/pool: ConnectError: All connection attempts failed")
+    calls = _attempts_while_failing(12, away)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
+    assert len(calls) == 13 and max(gaps) <= TRANSIENT_CAP  # a non-answer never backs off beyond the cap
+    assert calls[-1] <= 60.0  # the uncapped backoff would have waited 1+2+...+2048 s
+    assert "failed (retry" not in caplog.text  # one warning line each, no traceback
+    assert "ConnectError: All connection attempts failed; trying again" in caplog.text
+
+
+def test_a_conflict_is_read_again_soon_in_one_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # another writer keeps winning the race for a while
+    conflict = ApiError("PATCH nodes n1: the object has been modified", status=409, reason="Conflict")
     with caplog.at_level(logging.INFO):
-        calls = asyncio.run(scenario())
+        calls = _attempts_while_failing(8, conflict)
     gaps = [later - earlier for earlier, later in itertools.pairwise(calls)]
     assert len(calls) == 9 and max(gaps) <= TRANSIENT_CAP
     assert "Traceback" not in caplog.text and "failed (retry" not in caplog.text
