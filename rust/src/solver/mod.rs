@@ -15,6 +15,8 @@ pub mod requirements;
 pub mod resources;
 pub mod room;
 pub mod targets;
+#[cfg(test)]
+pub mod test_support;
 pub mod topology;
 
 use greedy::{AlternativeFlavors, Scheduler};
