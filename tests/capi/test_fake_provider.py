@@ -12,15 +12,14 @@ from kapstan.capi import (
     InsufficientCapacity,
     LaunchedMachine,
     LaunchRequest,
-    MachineDeploymentInfo,
     MachineDeploymentRef,
     MachineRef,
     NotFound,
     Paused,
-    RegistrationTaint,
 )
 from kapstan.capi.fake import Call, FakeProvider
 from kapstan.catalog import FlavorSource
+from provider_builders import make_md
 
 SOURCE = FlavorSource("MachineDeployment", "ns", "pool", "c")
 
@@ -87,19 +86,7 @@ def test_an_md_change_is_a_flavor_source_change_and_its_md_the_events_target() -
     fake = FakeProvider()
     heard: list[str] = []
     fake.on_flavor_source_change(lambda: heard.append("changed"))
-    md = MachineDeploymentInfo(
-        ref=MachineDeploymentRef("ns", "pool"),
-        managed=True,
-        topology_owned=False,
-        deleting=False,
-        paused=False,
-        rolling_out=False,
-        replicas=0,
-        machines=0,
-        registration_taint=RegistrationTaint.PRESENT,
-        bootstrap_template="pool",
-        event_target={"kind": "MachineDeployment", "metadata": {"name": "pool"}},
-    )
+    md = make_md(MachineDeploymentRef("ns", "pool"))
     fake.put_machine_deployment(md)
     assert heard == ["changed"]
     assert fake.event_target(SOURCE) == md.event_target

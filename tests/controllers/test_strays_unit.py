@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 
 from controllers.fake_cluster import World, stamp, world
-from kapstan.capi import BelowMinSize, MachineDeploymentInfo, MachineDeploymentRef, MachineRef
+from kapstan.capi import BelowMinSize, MachineDeploymentRef, MachineRef
 from kapstan.capi.fake import FakeProvider
-from kapstan.capi.provider import LaunchedMachine, RegistrationTaint
+from kapstan.capi.provider import LaunchedMachine
 from kapstan.controllers.nodeclaim import LeakedReplicas, StrayMachines
 from kapstan.controllers.nodeclaim.adoption import STRAY_GRACE, STRAY_RECHECK
 from kapstan.kube.controller import Result
+from provider_builders import make_md, provider_with
 
 KEY = "capi/md-c3-4-manual"
 REF = MachineRef("capi", "md-c3-4-manual")
@@ -134,27 +135,10 @@ def test_a_stray_whose_node_runs_workload_pods_is_kept_until_they_are_gone() -> 
     assert _deletes(w.provider) == [REF]
 
 
-def _managed_md(replicas: int) -> MachineDeploymentInfo:
-    return MachineDeploymentInfo(
-        ref=MachineDeploymentRef("capi", "md-c3-4"),
-        managed=True,
-        topology_owned=False,
-        deleting=False,
-        paused=False,
-        rolling_out=False,
-        replicas=replicas,
-        machines=replicas,
-        registration_taint=RegistrationTaint.PRESENT,
-        bootstrap_template="md-c3-4",
-        event_target={},
-    )
-
-
 def test_the_stray_controllers_know_machines_and_mds_only_through_the_provider() -> None:
     """A plain fake provider, no Machine or MD object behind it: what it answers is what is acted on."""
     w = world()
-    fake = FakeProvider()
-    fake.put_machine_deployment(_managed_md(replicas=3))
+    fake = provider_with(make_md(MachineDeploymentRef("capi", "md-c3-4"), replicas=3, machines=3))
     fake.add(LaunchedMachine(REF, "", "md-c3-4", "fake://manual", created=stamp(w.clock, STRAY_GRACE)))
     assert asyncio.run(StrayMachines(w.state, fake, w.events, clock=w.clock).reconcile(KEY)) == Result()
     assert _deletes(fake) == [REF]

@@ -8,7 +8,6 @@ real one's writes, the sandbox tests the whole against CAPI).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 from controllers.fake_cluster import FakeApi
 from kapstan.capi.fake import Call, FakeProvider
@@ -24,6 +23,7 @@ from kapstan.controllers.templatetaints import CONFLICT_RETRY, TAINTED_REASON, T
 from kapstan.kube.clock import FakeClock
 from kapstan.kube.controller import Result
 from kapstan.kube.events import EventRecorder
+from provider_builders import make_md, provider_with
 
 POOL = MachineDeploymentRef("capi", "pool")
 PAUSED_RETRY = 30.0
@@ -31,30 +31,12 @@ PAUSED_RETRY = 30.0
 
 def _md(**overrides: object) -> MachineDeploymentInfo:
     """A managed standalone MD whose template ``workers`` lacks the taint, with no Machines."""
-    target = {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "MachineDeployment",
-        "metadata": {"name": POOL.name, "namespace": POOL.namespace, "uid": "uid-pool"},
-    }
-    md = MachineDeploymentInfo(
-        ref=POOL,
-        managed=True,
-        topology_owned=False,
-        deleting=False,
-        paused=False,
-        rolling_out=False,
-        replicas=0,
-        machines=0,
-        registration_taint=RegistrationTaint.MISSING,
-        bootstrap_template="workers",
-        event_target=target,
-    )
-    return replace(md, **overrides)  # type: ignore[arg-type]
+    defaults = {"registration_taint": RegistrationTaint.MISSING, "bootstrap_template": "workers"}
+    return make_md(POOL, **(defaults | overrides))
 
 
 def _setup(md: MachineDeploymentInfo) -> tuple[FakeProvider, TemplateTaints, FakeApi]:
-    provider = FakeProvider()
-    provider.put_machine_deployment(md)
+    provider = provider_with(md)
     clock = FakeClock()
     api = FakeApi(clock)  # records the Events
     events = EventRecorder(api, clock=clock)  # type: ignore[arg-type]
