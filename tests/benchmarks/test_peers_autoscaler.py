@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("numpy", reason="the CA simulation needs numpy (pip install -e '.[bench]')")
 
 from bench.peers import autoscaler
+from bench.peers.ca import estimator, groups
+from bench.peers.ca.predicates import Cluster
 
 from kapstan.bench.catalogs import (
     GB,
@@ -59,12 +61,12 @@ def test_least_waste_takes_c3_8_for_eight_one_cpu_pods() -> None:
 
 
 def test_waste_formula() -> None:
-    group = next(g for g in autoscaler.node_groups(article_inflate()) if g.flavor == "c3-8")
+    group = next(g for g in groups.node_groups(article_inflate()) if g.flavor == "c3-8")
     pods = article_inflate().pods
     cpu, memory = sum(p.requests[CPU] for p in pods), sum(p.requests[MEMORY] for p in pods)
-    option = autoscaler._Estimate(group, [object()] * 3, cpu, memory)  # type: ignore[list-item]
+    option = estimator.Estimate(group, [object()] * 3, cpu, memory)  # type: ignore[list-item]
     expected = (12 - 8) / 12 + (24 * GB - 8 * 256 * MI) / (24 * GB)
-    assert autoscaler.waste(option) == pytest.approx(expected)
+    assert estimator.waste(option) == pytest.approx(expected)
 
 
 def _snapshot(pods: list[Pod]) -> Snapshot:
@@ -161,7 +163,7 @@ def test_fast_first_fit_and_spread_minimum_agree_with_full_scans(
     # Every first fit of an estimate (pointers, the shared-template shortcut) is checked against a mask
     # over all of the estimate's rows, and every spread minimum read from the histograms against one
     # recomputed over the nodes.
-    fast_fit, fast_minimum = autoscaler._Cluster.first_fit_new, autoscaler._Cluster._minimum
+    fast_fit, fast_minimum = Cluster.first_fit_new, Cluster._minimum
     calls = Counter[str]()
 
     def checked_fit(self: Any, profile: Any, conditions: Any, start: int, pointers: dict[object, int]) -> Any:
@@ -179,8 +181,8 @@ def test_fast_first_fit_and_spread_minimum_agree_with_full_scans(
             calls["minimum"] += 1
         return found
 
-    monkeypatch.setattr(autoscaler._Cluster, "first_fit_new", checked_fit)
-    monkeypatch.setattr(autoscaler._Cluster, "_minimum", checked_minimum)
+    monkeypatch.setattr(Cluster, "first_fit_new", checked_fit)
+    monkeypatch.setattr(Cluster, "_minimum", checked_minimum)
     snapshot = _varied(120, seed)
     plan = autoscaler.solve(snapshot)
     assert calls["fit"] > 1000 and calls["minimum"] > 100
@@ -213,5 +215,5 @@ def test_runs_of_plain_pods_place_as_one_by_one(seed: int, monkeypatch: pytest.M
         for pod in run:
             self.place(profiles[pod.key])
 
-    monkeypatch.setattr(autoscaler._Estimator, "place_run", one_by_one)
+    monkeypatch.setattr(estimator.Estimator, "place_run", one_by_one)
     assert _claims(autoscaler.solve(snapshot)) == _claims(runs)
