@@ -7,13 +7,19 @@ sandbox, and checks what CAPI did: replicas, which Machines exist, which one wen
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
+from capi.capi_sandbox import (
+    create_object,
+    eventually,
+    machine_names,
+    md_of,
+    new_namespace,
+    new_pool,
+    run_on_sandbox,
+)
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import (
     BelowMinSize,
@@ -34,105 +40,23 @@ from kapstan.local import manifests as m
 
 pytestmark = pytest.mark.sandbox
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-_ids = itertools.count()
-_namespaces: list[str] = []
-"""Namespaces made by the running test, emptied of Machines when it ends (their Nodes are cluster-wide)."""
-
-
-async def _namespace(client: Client, prefix: str) -> str:
-    ns = f"capi-{prefix}-{int(time.time())}-{next(_ids)}"
-    await client.create(NAMESPACES, {"metadata": {"name": ns}})
-    _namespaces.append(ns)
-    return ns
-
-
-async def _scale_everything_to_zero(client: Client) -> None:
-    while _namespaces:
-        ns = _namespaces.pop()
-        for cluster in (await client.request("GET", c.CLUSTERS, namespace=ns))["items"]:
-            await client.patch(c.CLUSTERS, c.name(cluster), {"spec": {"paused": False}}, namespace=ns)
-        for md in (await client.request("GET", c.MACHINEDEPLOYMENTS, namespace=ns))["items"]:
-            unpause = {"metadata": {"annotations": {c.PAUSED_ANNOTATION: None}}}
-            await client.patch(c.MACHINEDEPLOYMENTS, c.name(md), unpause, namespace=ns)
-            zero = {"spec": {"replicas": 0}}
-            await client.patch(c.MACHINEDEPLOYMENTS, c.name(md), zero, namespace=ns, subresource="scale")
-
-
-async def _pool(client: Client, prefix: str, annotations: dict[str, str] | None = None) -> FlavorSource:
-    """A fresh namespace with a standalone Cluster and an MD ``pool`` at 0 replicas."""
-    ns = await _namespace(client, prefix)
-    md = m.machine_deployment("pool", ns, "c", "workers", "c3-8")
-    md["metadata"]["annotations"] = dict(annotations or {})
-    for manifest in [
-        *m.standalone_cluster("c", ns),
-        m.flavor_template("c3-8", ns),
-        m.kubeadm_config_template("workers", ns),
-        md,
-    ]:
-        await _create(client, manifest)
-    return FlavorSource("MachineDeployment", ns, "pool", "c")
-
-
-async def _create(client: Client, manifest: dict[str, Any]) -> None:
-    group, _, version = manifest["apiVersion"].rpartition("/")
-    kind = manifest["kind"]
-    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
-    await client.create(Resource(group, version, plural, kind), manifest)
-
-
-async def _md(client: Client, source: FlavorSource) -> dict[str, Any]:
-    return await client.get(c.MACHINEDEPLOYMENTS, source.name, source.namespace)
-
-
-async def _machine_names(client: Client, source: FlavorSource) -> list[str]:
-    found = await client.request(
-        "GET",
-        c.MACHINES,
-        namespace=source.namespace,
-        params={"labelSelector": f"{c.DEPLOYMENT_NAME_LABEL}=pool"},
-    )
-    return sorted(c.name(item) for item in found["items"])
-
-
-async def _eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.25)
-
-
-def _run(sandbox: Sandbox, scenario: Callable[[Client, MachineDeploymentProvider], Awaitable[None]]) -> None:
-    async def main() -> None:
-        client = await Client.connect(str(sandbox.management_kubeconfig))
-        try:
-            await scenario(
-                client,
-                MachineDeploymentProvider(client, ManagementCache(client, None, "c"), machine_timeout=30.0),
-            )
-        finally:
-            await _scale_everything_to_zero(client)
-
-    asyncio.run(main())
-
 
 def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "create")
+        source = await new_pool(client, "create")
         a = await provider.create(LaunchRequest("a", source))
         b = await provider.create(LaunchRequest("b", source))
         assert a.ref != b.ref
         assert (a.nodeclaim, b.nodeclaim, a.machine_deployment) == ("a", "b", "pool")
-        assert c.replicas(await _md(client, source)) == 2
+        assert c.replicas(await md_of(client, source)) == 2
 
         again = await provider.create(LaunchRequest("b", source))
         assert again.ref == b.ref
-        assert c.replicas(await _md(client, source)) == 2
-        assert await _machine_names(client, source) == sorted([a.ref.name, b.ref.name])
+        assert c.replicas(await md_of(client, source)) == 2
+        assert await machine_names(client, source) == sorted([a.ref.name, b.ref.name])
 
         # The provider's scale patches are conditional: the server refuses a stale resourceVersion.
-        md = await _md(client, source)
+        md = await md_of(client, source)
         await client.patch(
             c.MACHINEDEPLOYMENTS,
             "pool",
@@ -159,8 +83,8 @@ def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox:
         )
         third = await provider.create(LaunchRequest("c", source))
         assert third.ref not in (a.ref, b.ref)
-        assert c.replicas(await _md(client, source)) == 3
-        assert len(await _machine_names(client, source)) == 3
+        assert c.replicas(await md_of(client, source)) == 3
+        assert len(await machine_names(client, source)) == 3
 
         claimed = await provider.list(source.namespace, "c")
         assert [(x.ref, x.nodeclaim) for x in claimed] == sorted(
@@ -170,59 +94,59 @@ def test_two_nodeclaims_get_two_machines_and_retries_do_not_scale_again(sandbox:
         async def provider_id_set() -> bool:
             return bool((await provider.get(a.ref)).provider_id)
 
-        await _eventually("a providerID on Machine a", provider_id_set)
+        await eventually("a providerID on Machine a", provider_id_set)
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_delete_removes_exactly_that_machine(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "delete")
+        source = await new_pool(client, "delete")
         # Concurrent creates on one MD wait together: one replica each, in one write.
         a, b = await asyncio.gather(*(provider.create(LaunchRequest(n, source)) for n in "ab"))
         assert a.ref != b.ref
-        assert c.replicas(await _md(client, source)) == 2
+        assert c.replicas(await md_of(client, source)) == 2
 
         await provider.delete(a.ref)
-        assert c.replicas(await _md(client, source)) == 1
+        assert c.replicas(await md_of(client, source)) == 1
         await provider.delete(a.ref)  # a retry does not lower replicas again
-        assert c.replicas(await _md(client, source)) == 1
+        assert c.replicas(await md_of(client, source)) == 1
 
         async def only_b_left() -> bool:
-            return await _machine_names(client, source) == [b.ref.name]
+            return await machine_names(client, source) == [b.ref.name]
 
-        await _eventually(f"only {b.ref.name} left", only_b_left)
+        await eventually(f"only {b.ref.name} left", only_b_left)
         await provider.delete(a.ref)  # gone: nothing to do
         survivor = await provider.get(b.ref)
         assert not survivor.deleting
-        assert c.replicas(await _md(client, source)) == 1
+        assert c.replicas(await md_of(client, source)) == 1
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_max_and_min_size_are_refused_before_anything_changes(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "bounds", {c.MAX_SIZE_ANNOTATION: "1", c.MIN_SIZE_ANNOTATION: "1"})
+        source = await new_pool(client, "bounds", {c.MAX_SIZE_ANNOTATION: "1", c.MIN_SIZE_ANNOTATION: "1"})
         a = await provider.create(LaunchRequest("a", source))
         with pytest.raises(InsufficientCapacity, match=r"launching nodeclaim b: .* max size 1"):
             await provider.create(LaunchRequest("b", source))
         with pytest.raises(BelowMinSize, match=r"min size 1"):
             await provider.delete(a.ref)
-        assert c.replicas(await _md(client, source)) == 1
-        assert await _machine_names(client, source) == [a.ref.name]
+        assert c.replicas(await md_of(client, source)) == 1
+        assert await machine_names(client, source) == [a.ref.name]
         machine = await client.get(c.MACHINES, a.ref.name, source.namespace)
         assert c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(machine)
         assert c.annotations_of(machine)[NODECLAIM_ANNOTATION] == "a"
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_a_paused_md_or_cluster_is_not_scaled(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "paused", {c.PAUSED_ANNOTATION: "true"})
+        source = await new_pool(client, "paused", {c.PAUSED_ANNOTATION: "true"})
         with pytest.raises(Paused, match=r"MachineDeployment .*/pool is paused"):
             await provider.create(LaunchRequest("a", source))
-        assert c.replicas(await _md(client, source)) == 0
+        assert c.replicas(await md_of(client, source)) == 0
 
         annotations: dict[str, Any] = {c.PAUSED_ANNOTATION: None}
         ns = source.namespace
@@ -235,15 +159,15 @@ def test_a_paused_md_or_cluster_is_not_scaled(sandbox: Sandbox) -> None:
             await provider.create(LaunchRequest("b", source))
         with pytest.raises(Paused):
             await provider.delete(a.ref)
-        assert c.replicas(await _md(client, source)) == 1
-        assert await _machine_names(client, source) == [a.ref.name]
+        assert c.replicas(await md_of(client, source)) == 1
+        assert await machine_names(client, source) == [a.ref.name]
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_a_missing_machine_is_not_found(sandbox: Sandbox) -> None:
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "missing")
+        source = await new_pool(client, "missing")
         with pytest.raises(NotFound):
             await provider.get(MachineRef(source.namespace, "nope"))
         await provider.delete(MachineRef(source.namespace, "nope"))
@@ -252,14 +176,14 @@ def test_a_missing_machine_is_not_found(sandbox: Sandbox) -> None:
                 LaunchRequest("a", FlavorSource("MachineDeployment", source.namespace, "other", "c"))
             )
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
     """An entry's MD is scaled as it is; a class no entry uses gets an entry named after it."""
 
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        ns = await _namespace(client, "topology")
+        ns = await new_namespace(client, "topology")
         workers = {"c3-8": ("workers", "c3-8"), "c3-16": ("workers", "c3-16")}
         for manifest in [
             m.flavor_template("c3-8", ns),
@@ -268,7 +192,7 @@ def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
             *m.cluster_class("klass", ns, workers),
             m.topology_cluster("topo", ns, "klass", [("c3-8", "md-0", None)]),
         ]:
-            await _create(client, manifest)
+            await create_object(client, manifest)
 
         existing = await provider.create(
             LaunchRequest("a", FlavorSource("WorkerClass", ns, "md-0", "topo", "c3-8"))
@@ -288,7 +212,7 @@ def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
         # A new MD without autoscaler annotations starts at 1: that Machine is claimed, not a second one.
         assert c.replicas(by_entry["c3-16"]) == 1
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 class _StatusRacingClient:
@@ -314,18 +238,18 @@ class _StatusRacingClient:
 
 def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: Sandbox) -> None:
     async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "status-race")
+        source = await new_pool(client, "status-race")
         racing = _StatusRacingClient(client)
         provider = MachineDeploymentProvider(racing, ManagementCache(racing, None, "c"), machine_timeout=30.0)  # type: ignore[arg-type]
         a = await provider.create(LaunchRequest("a", source))
-        assert c.replicas(await _md(client, source)) == 1
+        assert c.replicas(await md_of(client, source)) == 1
         assert racing.scale_writes == 1, "the scale write was not refused and retried"
         b = await provider.create(LaunchRequest("b", source))  # from 1 replica: a test of the value
-        assert c.replicas(await _md(client, source)) == 2
+        assert c.replicas(await md_of(client, source)) == 2
         assert racing.scale_writes == 2
-        assert await _machine_names(client, source) == sorted([a.ref.name, b.ref.name])
+        assert await machine_names(client, source) == sorted([a.ref.name, b.ref.name])
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 class _ScaleWriteCounter:
@@ -346,7 +270,7 @@ class _ScaleWriteCounter:
 
 def test_parallel_launches_on_one_md_are_one_replicas_write(sandbox: Sandbox) -> None:
     async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "parallel")
+        source = await new_pool(client, "parallel")
         counting = _ScaleWriteCounter(client)
         cache = ManagementCache(counting, None, "c")  # type: ignore[arg-type]
         provider = MachineDeploymentProvider(counting, cache, machine_timeout=120.0)  # type: ignore[arg-type]
@@ -354,8 +278,8 @@ def test_parallel_launches_on_one_md_are_one_replicas_write(sandbox: Sandbox) ->
         launched = await asyncio.gather(*(provider.create(LaunchRequest(n, source)) for n in names))
         assert sorted(m.nodeclaim for m in launched) == sorted(names)
         assert len({m.ref for m in launched}) == 12
-        assert c.replicas(await _md(client, source)) == 12
-        assert len(await _machine_names(client, source)) == 12
+        assert c.replicas(await md_of(client, source)) == 12
+        assert len(await machine_names(client, source)) == 12
         # All twelve join the first round, so one write; a second only if CAPI changed replicas between.
         assert counting.scale_writes <= 2, f"{counting.scale_writes} scale writes for 12 launches"
         claims = {
@@ -364,7 +288,7 @@ def test_parallel_launches_on_one_md_are_one_replicas_write(sandbox: Sandbox) ->
         }
         assert sorted(claims.values()) == sorted(names), "each Machine claimed by exactly one launch"
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
 
 
 def test_a_delete_racing_a_launch_on_its_md_leaves_no_orphan(sandbox: Sandbox) -> None:
@@ -372,23 +296,23 @@ def test_a_delete_racing_a_launch_on_its_md_leaves_no_orphan(sandbox: Sandbox) -
     would make the MachineSet keep a's marked Machine and never create b's."""
 
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
-        source = await _pool(client, "delete-race")
+        source = await new_pool(client, "delete-race")
         a = await provider.create(LaunchRequest("a", source))
         launching = asyncio.ensure_future(provider.create(LaunchRequest("b", source)))
 
         async def scaled_for_b() -> bool:
-            return launching.done() or c.replicas(await _md(client, source)) == 2
+            return launching.done() or c.replicas(await md_of(client, source)) == 2
 
-        await _eventually("the launch of b raising replicas", scaled_for_b)
+        await eventually("the launch of b raising replicas", scaled_for_b)
         await provider.delete(a.ref)
         b = await launching
         assert b.ref != a.ref
 
         async def only_b_left() -> bool:
-            return await _machine_names(client, source) == [b.ref.name]
+            return await machine_names(client, source) == [b.ref.name]
 
-        await _eventually(f"only {b.ref.name} left", only_b_left, timeout=120.0)
-        assert c.replicas(await _md(client, source)) == 1
+        await eventually(f"only {b.ref.name} left", only_b_left, timeout=120.0)
+        assert c.replicas(await md_of(client, source)) == 1
         assert (await provider.get(b.ref)).nodeclaim == "b"
 
-    _run(sandbox, scenario)
+    run_on_sandbox(sandbox, scenario)
