@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
-from kapstan.capi import CreateError, LaunchBlocked, LaunchRequest, MachineRef, RollingOut
+from kapstan.capi import CreateError, LaunchBlocked, LaunchRequest, MachineRef, PreflightHold, RollingOut
 from kapstan.capi import contract as c
 from kapstan.capi.cache import ManagementCache
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
@@ -209,6 +209,55 @@ def test_a_blocked_scale_up_fails_the_create_at_once_and_takes_its_replica_back(
     with pytest.raises(LaunchBlocked):
         asyncio.run(scale_then_block())
     assert api.md["spec"]["replicas"] == 0  # the replica it added is taken back
+
+
+def _held_machine_set(api: FakeApi, observed: int) -> None:
+    """The MD's MachineSet at generation 2, its ScalingUp condition as CAPI v1.14 words a preflight hold,
+    written when it had seen generation ``observed``."""
+    held = (
+        "Scaling up from 0 to 1 replicas is blocked because:\n* TestControlPlane ns/c is upgrading "
+        '("ControlPlaneIsStable" preflight check failed)'
+    )
+    condition = {"type": "ScalingUp", "status": "True", "message": held, "observedGeneration": observed}
+    api.objects["machinesets", "pool-x"] = {
+        "kind": "MachineSet",
+        "metadata": {"name": "pool-x", "namespace": "ns", "generation": 2},
+        "status": {"conditions": [condition]},
+    }
+
+
+def test_a_preflight_hold_fails_the_create_at_once_and_takes_its_replica_back() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False  # the MachineSet creates nothing while its preflight checks fail
+    provider = _provider(api)
+
+    async def scale_then_hold() -> None:
+        creating = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
+        while api.md["spec"]["replicas"] == 0:
+            await asyncio.sleep(0.005)
+        _held_machine_set(api, observed=2)
+        await creating
+
+    with pytest.raises(PreflightHold) as raised:
+        asyncio.run(scale_then_hold())
+    assert str(raised.value).startswith(
+        "launching nodeclaim a: MachineDeployment ns/pool: MachineSet ns/pool-x: Scaling up from 0 to 1 "
+        'replicas is blocked because: * TestControlPlane ns/c is upgrading ("ControlPlaneIsStable" '
+        "preflight check failed) (CAPI's MachineSet preflight checks; the "
+        "machineset.cluster.x-k8s.io/skip-preflight-checks annotation on the MD skips them)"
+    )
+    assert isinstance(raised.value, LaunchBlocked), "a hold is a blocked launch: the next offering is tried"
+    assert api.md["spec"]["replicas"] == 0, "the replica it added is taken back"
+    assert len(_scale_writes(api)) == 2
+
+
+def test_a_hold_written_before_the_machineset_saw_its_spec_is_not_taken() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    _held_machine_set(api, observed=1)  # from an earlier scale-up: the MachineSet has not looked again
+    with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
+        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+    assert api.md["spec"]["replicas"] == 1, "still waiting for its Machine, as any slow MachineSet"
 
 
 def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:

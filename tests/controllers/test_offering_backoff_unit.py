@@ -11,7 +11,7 @@ from datetime import timedelta
 from builders import article_flavors, make_pod, snapshot
 from controllers.fake_cluster import POOL, World, world
 from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
-from kapstan.capi import LaunchBlocked, LaunchRequest
+from kapstan.capi import LaunchBlocked, LaunchRequest, PreflightHold
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
@@ -137,6 +137,39 @@ def test_a_blocked_scale_up_fails_that_offering_at_once_and_the_launch_falls_bac
     assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
     assert cond.is_true(w.claim_now(name), "Launched")
     assert "blocked because TestMachineTemplate does not exist" in w.state.backoff.blocked(BROKEN)
+
+
+HOLD = (
+    "md-c3-4: MachineSet ns/md-c3-4-x: Scaling up from 0 to 1 replicas is blocked because: * TestControlPlane "
+    'ns/c is upgrading ("ControlPlaneIsStable" preflight check failed)'
+)
+
+
+def test_a_preflight_hold_keeps_the_offering_off_a_minute_at_a_time() -> None:
+    clock = FakeClock()
+    backoff = OfferingBackoff(clock)
+    assert [backoff.failed(BROKEN, HOLD, hold=True) for _ in range(4)] == [60, 60, 60, 60]
+    assert "after 1 failed launch(es)" in backoff.blocked(BROKEN), "a hold is not a failure in a row"
+    clock.advance(60)
+    assert backoff.blocked(BROKEN) == "", "tried again a minute after the hold was last seen"
+    assert backoff.failed(BROKEN, "never registered") == 120, "a real failure still doubles"
+
+
+def test_a_preflight_hold_fails_the_launch_at_once_and_the_offering_is_tried_again_after_a_minute() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    for _ in range(3):  # the control plane upgrades through three launches
+        w.provider.fail_next("create", PreflightHold(HOLD))
+        name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
+        _run(w, name)
+        assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+        assert "backed off for 60s more" in w.state.backoff.blocked(BROKEN)
+        w.clock.advance(60)
+    assert w.state.backoff.blocked(BROKEN) == "", "the upgrade is over: c3-4 may launch again"
+    w.provider.fail_next("create", PreflightHold(HOLD))
+    only = asyncio.run(w.claim("c3-4"))["metadata"]["name"]
+    _run(w, only)  # no other flavor: the claim goes at once, not at its launch timeout
+    assert [write.name for write in w.api.writes_of("delete", "nodeclaims")] == [only]
+    assert w.api.reasons(only) == ["LaunchFailed"]
 
 
 def test_consolidation_plans_without_a_backed_off_offering() -> None:

@@ -106,6 +106,9 @@ MIN_SIZE_ANNOTATION: Final = "cluster.x-k8s.io/cluster-api-autoscaler-node-group
 """On an MD: the fewest replicas an autoscaler may leave it at."""
 MAX_SIZE_ANNOTATION: Final = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 """On an MD: the most replicas an autoscaler may scale it to."""
+SKIP_PREFLIGHT_CHECKS_ANNOTATION: Final = "machineset.cluster.x-k8s.io/skip-preflight-checks"
+"""On an MD (copied to its MachineSets) or its bootstrap template: the MachineSet preflight checks CAPI
+skips before creating Machines, comma-separated (``All``, ``ControlPlaneIsStable``, ...)."""
 CAPACITY_ANNOTATION_PREFIX: Final = "capacity.cluster-autoscaler.kubernetes.io/"
 """Cluster-autoscaler's scale-from-zero annotations on an MD or worker class: what one node of it has."""
 CAPACITY_CPU_ANNOTATION: Final = CAPACITY_ANNOTATION_PREFIX + "cpu"

@@ -18,11 +18,13 @@ from kapstan.api.wellknown import MAX_SIZE_ANNOTATION as MAX_SIZE_ANNOTATION
 from kapstan.api.wellknown import MIN_SIZE_ANNOTATION as MIN_SIZE_ANNOTATION
 from kapstan.api.wellknown import PAUSED_ANNOTATION as PAUSED_ANNOTATION
 from kapstan.api.wellknown import ROLLING_OUT_CONDITION as ROLLING_OUT_CONDITION
+from kapstan.api.wellknown import SKIP_PREFLIGHT_CHECKS_ANNOTATION as SKIP_PREFLIGHT_CHECKS_ANNOTATION
 from kapstan.api.wellknown import TOPOLOGY_DEPLOYMENT_LABEL as TOPOLOGY_DEPLOYMENT_LABEL
 from kapstan.kube.client import Object, Resource
 
 GROUP, VERSION = "cluster.x-k8s.io", "v1beta2"
 MACHINEDEPLOYMENTS = Resource(GROUP, VERSION, "machinedeployments", "MachineDeployment")
+MACHINESETS = Resource(GROUP, VERSION, "machinesets", "MachineSet")
 MACHINES = Resource(GROUP, VERSION, "machines", "Machine")
 CLUSTERS = Resource(GROUP, VERSION, "clusters", "Cluster")
 CLUSTERCLASSES = Resource(GROUP, VERSION, "clusterclasses", "ClusterClass")
@@ -146,10 +148,34 @@ SCALING_UP_CONDITION = "ScalingUp"
 def scale_up_blocked(md: Object) -> str:
     """What blocks the MD from creating Machines, from its v1beta2 ``ScalingUp`` condition (CAPI says
     "Scaling up from 0 to 1 replicas is blocked because TestMachineTemplate does not exist" when a template
-    is missing; failed MachineSet preflight checks show on the MachineSet's condition only, not here);
-    empty when nothing does."""
+    is missing; failed MachineSet preflight checks show on the MachineSet's condition only, not here:
+    ``creation_held``); empty when nothing does."""
     for condition in _get(md, "status", "conditions") or []:
         message = str(condition.get("message") or "")
         if condition.get("type") == SCALING_UP_CONDITION and "blocked because" in message:
             return message
+    return ""
+
+
+PREFLIGHT_FAILED = "preflight check failed"
+"""How CAPI v1.14 ends each failed check in a MachineSet's ``ScalingUp`` message: ``KubeadmControlPlane
+ns/cp is upgrading ("ControlPlaneIsStable" preflight check failed)``."""
+
+
+def creation_held(machine_set: Object) -> str:
+    """Why the MachineSet's preflight checks hold its Machine creation now, empty when they do not.
+
+    CAPI v1.14 runs them before each scale-up (feature gate ``MachineSetPreflightChecks``, on by default):
+    while the control plane provisions or upgrades, or the MachineSet's version is skewed from the control
+    plane's, it creates no Machine, asks again every 15 s, and says so in the MachineSet's v1beta2
+    ``ScalingUp`` condition, True, "Scaling up from 0 to 1 replicas is blocked because:" and one line per
+    failed check. The MD's own conditions do not carry it. A condition written before the MachineSet saw
+    its current spec (``observedGeneration``) is about another scale-up and is not taken."""
+    for condition in _get(machine_set, "status", "conditions") or []:
+        if condition.get("type") != SCALING_UP_CONDITION or condition.get("status") != "True":
+            continue
+        current = condition.get("observedGeneration") == _get(machine_set, "metadata", "generation")
+        message = str(condition.get("message") or "")
+        if current and PREFLIGHT_FAILED in message:
+            return " ".join(message.split())
     return ""

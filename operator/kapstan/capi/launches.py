@@ -16,7 +16,9 @@ Launches never wait on the lock: they join the waiting set and the next round se
 served in parallel, at most ``ROUNDS_AT_ONCE`` rounds at a time.
 
 The failures of issue 15 are kept: an MD whose ``ScalingUp`` condition says scaling up is blocked fails
-every waiter with ``LaunchBlocked`` and takes back the replicas its rounds added and no Machine came for;
+every waiter with ``LaunchBlocked`` and takes back the replicas its rounds added and no Machine came for,
+and so does one whose MachineSet's preflight checks hold creation (``PreflightHold``; read from the
+MachineSets only while Machines are on their way, the one moment a hold can matter);
 a waiter past its own deadline (what is left of its claim's launch timeout) fails with ``CreateError``;
 the waiters beyond the MD's max size fail with ``InsufficientCapacity``.
 """
@@ -190,6 +192,15 @@ class CoalescedLaunches:
         if blocked:
             await self._take_back(md, unserved, len(live))
             raise p.LaunchBlocked(f": {c.display(md)}: {blocked}")
+        # Replicas above the live Machines are Machines on their way (an earlier round, or a process
+        # that crashed after scaling): they are the first unserved launches', so only the rest scale.
+        coming = max(0, c.replicas(md) - len(live))
+        if coming:
+            # Only then can a MachineSet be holding creation, and only its own condition says so.
+            held = await self._preflight_hold(ns, name)
+            if held:
+                await self._take_back(md, unserved, len(live))
+                raise p.PreflightHold(f": {c.display(md)}: {held}")
         now = time.monotonic()
         for waiter in [w for w in unserved if now > w.deadline]:
             waiter.fail(
@@ -199,12 +210,21 @@ class CoalescedLaunches:
                 )
             )
         unserved = [w for w in unserved if w.pending]
-        # Replicas above the live Machines are Machines on their way (an earlier round, or a process
-        # that crashed after scaling): they are the first unserved launches', so only the rest scale.
-        coming = max(0, c.replicas(md) - len(live))
         if len(unserved) > coming and await self._scale_up(md, unserved[coming:]):
             return True
         return _on_the_way(md, machines)
+
+    async def _preflight_hold(self, namespace: str, md_name: str) -> str:
+        """Why one of the MD's MachineSets holds Machine creation on its preflight checks, or ""."""
+        selector = f"{c.DEPLOYMENT_NAME_LABEL}={md_name}"
+        for machine_set in await self._api.list(c.MACHINESETS, namespace, selector):
+            held = c.creation_held(machine_set)
+            if held:
+                return (
+                    f"{c.display(machine_set)}: {held} (CAPI's MachineSet preflight checks; the "
+                    f"{c.SKIP_PREFLIGHT_CHECKS_ANNOTATION} annotation on the MD skips them)"
+                )
+        return ""
 
     async def _scale_up(self, md: Object, waiters: list[_Waiter]) -> bool:
         """One replicas increase for every waiter the MD's max size leaves room for; the waiters beyond

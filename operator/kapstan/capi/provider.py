@@ -33,6 +33,7 @@ __all__ = [
     "MachineRef",
     "NotFound",
     "Paused",
+    "PreflightHold",
     "ProviderError",
     "RegistrationTaint",
     "RollingOut",
@@ -167,6 +168,12 @@ class LaunchBlocked(ProviderError):
     taken back before it is raised."""
 
 
+class PreflightHold(LaunchBlocked):
+    """CAPI's MachineSet preflight checks hold the MD's Machine creation (the control plane provisions or
+    upgrades, or the MD's version is skewed from it): pick another offering. The hold is CAPI's and ends by
+    itself, so unlike the other failures it does not back the offering off for longer each time."""
+
+
 class Conflict(ProviderError):
     """The object changed between the read and the write: look again with its new version."""
 
@@ -185,8 +192,9 @@ class CloudProvider(Protocol):
         is claimed; else the MD is scaled up by one and the new Machine claimed (launches on one MD that
         wait together are one scale-up of +N). So a retry never adds a second Machine. A worker-class source whose topology entry does not exist yet gets it added
         first. Raises ``NotFound`` (no such MD or Cluster), ``Paused``, ``InsufficientCapacity`` (max size
-        reached), ``LaunchBlocked`` (CAPI says scaling up is blocked) or ``CreateError`` (no Machine, or no
-        MD for a new entry, appeared within ``request.wait``).
+        reached), ``LaunchBlocked`` (CAPI says scaling up is blocked; ``PreflightHold`` when its MachineSet
+        preflight checks hold it) or ``CreateError`` (no Machine, or no MD for a new entry, appeared
+        within ``request.wait``).
         """
         ...
 

@@ -3,7 +3,8 @@
 An offering is one flavor in one zone with one capacity type, the unit a launch buys
 (docs/architecture.md#offering-backoff). When a launch of it fails (its Machine failed, never launched or
 never registered in time, its MD was full), it is unavailable for a window that starts at one minute and
-doubles with each failure in a row up to thirty minutes; a launch that registers a Node resets it.
+doubles with each failure in a row up to thirty minutes; a launch that registers a Node resets it. A hold
+that CAPI lifts by itself (MachineSet preflight checks) keeps it off for one minute at a time.
 Unavailable is what the snapshot already says of offerings nobody sells (``Offering.available``), so both
 engines plan the pods onto the next-cheapest compatible offering without knowing why. When the window is
 over, one launch may try the offering again; until that launch registers or fails, the offering stays
@@ -59,11 +60,19 @@ class OfferingBackoff:
         self._maximum = maximum
         self._failing: dict[OfferingKey, _Failing] = {}
 
-    def failed(self, offering: OfferingKey, reason: str) -> float:
-        """Record a failed launch of ``offering``; returns the seconds it is now unavailable for."""
+    def failed(self, offering: OfferingKey, reason: str, *, hold: bool = False) -> float:
+        """Record a failed launch of ``offering``; returns the seconds it is now unavailable for.
+
+        ``hold``: CAPI holds the launch and lifts the hold by itself (MachineSet preflight checks during a
+        control-plane upgrade): the offering is off for the first window only and the failures in a row
+        do not grow, so it is tried again about a minute after the upgrade ends, not up to thirty."""
         before = self._failing.get(offering)
-        failures = before.failures + 1 if before else 1
-        window = float(min(self._initial * 2 ** (failures - 1), self._maximum))
+        if hold:
+            failures = before.failures if before else 1
+            window = self._initial
+        else:
+            failures = before.failures + 1 if before else 1
+            window = float(min(self._initial * 2 ** (failures - 1), self._maximum))
         self._failing[offering] = _Failing(failures, self._clock.now() + window, reason)
         return window
 

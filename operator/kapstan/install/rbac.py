@@ -125,6 +125,9 @@ def management_rules(
         # Machines are claimed (kapstan.io annotation) and marked cluster.x-k8s.io/delete-machine, never
         # deleted: the MachineSet deletes the marked Machine when replicas drop.
         rule(CAPI, ["machines"], [*READ, "patch"]),
+        # A launch whose Machines do not come lists the MD's MachineSets: their ScalingUp condition is
+        # the only place CAPI says its preflight checks hold creation (a control-plane upgrade).
+        rule(CAPI, ["machinesets"], ["list"]),
         # The Clusters informer lists the namespace; get (pause checks, start-up) and patch (new topology
         # worker entries) are limited to this Cluster.
         rule(CAPI, ["clusters"], ["list", "watch"]),

@@ -3,7 +3,8 @@
 The flavors are tried in the claim's order (the one on its label first, it may have a Machine already,
 then the ranked alternatives of its requirement); a full MD (``InsufficientCapacity``) or a missing one
 moves on to the next, and so does an offering backed off after failed launches (``controllers/offerings.py``;
-a full MD backs its offering off too); a paused MD or a Machine that did not appear is retried later. The call is
+a full MD backs its offering off too, and so does CAPI blocking its scale-up or its MachineSet preflight
+checks holding it, the last for a minute at a time); a paused MD or a Machine that did not appear is retried later. The call is
 idempotent (the claim is written on the Machine), so a retry after a crash finds the same Machine.
 """
 
@@ -31,6 +32,7 @@ from kapstan.capi.provider import (
     LaunchRequest,
     NotFound,
     Paused,
+    PreflightHold,
 )
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
@@ -85,7 +87,8 @@ class Launch:
                 machine = await self.provider.create(LaunchRequest(name, source, wait=left))
             except (InsufficientCapacity, LaunchBlocked) as error:
                 refused.append(str(error))
-                await self.steps.offering_failed(claim, offering, str(error))
+                hold = isinstance(error, PreflightHold)
+                await self.steps.offering_failed(claim, offering, str(error), hold=hold)
                 continue
             except NotFound as error:
                 refused.append(str(error))

@@ -85,9 +85,12 @@ class Steps:
         await self.state.workload.delete(NODECLAIMS, name)
         return Result()
 
-    async def offering_failed(self, claim: Object, offering: OfferingKey, why: str) -> None:
-        """Back ``offering`` off after a failed launch of ``claim``, and say so on its NodePool."""
-        window = self.state.backoff.failed(offering, why)
+    async def offering_failed(
+        self, claim: Object, offering: OfferingKey, why: str, *, hold: bool = False
+    ) -> None:
+        """Back ``offering`` off after a failed launch of ``claim``, and say so on its NodePool (``hold``:
+        CAPI holds launches for a while, ``OfferingBackoff.failed``)."""
+        window = self.state.backoff.failed(offering, why, hold=hold)
         instance_type, zone, capacity_type = offering
         metrics.OFFERING_AVAILABLE.labels(instance_type, capacity_type, zone).set(0)
         text = f"{'/'.join(offering)} unavailable for {window:.0f}s after a failed launch ({why})"
