@@ -260,6 +260,21 @@ def test_a_hold_written_before_the_machineset_saw_its_spec_is_not_taken() -> Non
     assert api.md["spec"]["replicas"] == 1, "still waiting for its Machine, as any slow MachineSet"
 
 
+def test_a_credential_that_may_not_list_machinesets_launches_as_before() -> None:
+    api = FakeApi(replicas=0, machines=[])
+    api.stamp = False
+    listing = api.request
+
+    async def forbidden(method: str, resource: Resource, **kwargs: Any) -> Object:
+        if resource.plural == "machinesets":
+            raise ApiError("GET machinesets: forbidden", status=403)
+        return await listing(method, resource, **kwargs)
+
+    api.request = forbidden  # type: ignore[method-assign]
+    with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
+        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+
+
 def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:
     api = FakeApi(replicas=3, machines=["m0"])
     api.objects["machines", "m1"] = copy.deepcopy(api.objects["machines", "m0"])
