@@ -16,6 +16,9 @@ from kapstan.kube.controller import TRANSIENT_CAP, Controller, Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.store import Event
 
+DONE = Result()
+"""A reconcile that asks for nothing more."""
+
 
 def event(name: str) -> Event:
     return Event("ADDED", {"metadata": {"name": name, "namespace": "ns"}})
@@ -26,21 +29,32 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def test_failures_back_off_then_success_resets_and_requeues(caplog: pytest.LogCaptureFixture) -> None:
+def _attempts_while_failing(
+    failures: int,
+    error: Exception,
+    *,
+    ceiling: float = 1000.0,
+    seconds: int = 120,
+    then: Result = DONE,
+) -> list[float]:
+    """When a controller with a backoff of 1 s doubling to ``ceiling`` tries key ns/a whose first
+    ``failures`` reconciles raise ``error`` and the next return ``then``, over ``seconds`` of a fake clock;
+    the key's retries must be forgotten at the end."""
+
     async def scenario() -> list[float]:
         clock = FakeClock(start=0.0)
         calls: list[float] = []
 
         async def reconcile(key: str) -> Result:
             calls.append(clock.now())
-            if len(calls) <= 2:
-                raise RuntimeError("machine template not found")
-            return Result(requeue_after=30.0)
+            if len(calls) <= failures:
+                raise error
+            return then
 
-        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=60.0), clock=clock)
+        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=ceiling), clock=clock)
         task = asyncio.create_task(controller.run())
         controller.enqueue(event("a"))
-        for _ in range(40):
+        for _ in range(seconds):
             await settle()
             clock.advance(1.0)
         task.cancel()
@@ -48,7 +62,17 @@ def test_failures_back_off_then_success_resets_and_requeues(caplog: pytest.LogCa
         assert controller.queue.retries("ns/a") == 0
         return calls
 
-    calls = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_failures_back_off_then_success_resets_and_requeues(caplog: pytest.LogCaptureFixture) -> None:
+    calls = _attempts_while_failing(
+        2,
+        RuntimeError("machine template not found"),
+        ceiling=60.0,
+        seconds=40,
+        then=Result(requeue_after=30.0),
+    )
     # fail at 0, retry after 1 s, fail, retry after 2 s, succeed at 3, come back 30 s later
     assert calls == [0.0, 1.0, 3.0, 33.0]
     assert "reconciling ns/a failed (retry 1)" in caplog.text
@@ -100,34 +124,6 @@ def test_run_shuts_the_queue_down_when_cancelled() -> None:
         return len(controller.queue)
 
     assert asyncio.run(scenario()) == 0
-
-
-def _attempts_while_failing(failures: int, error: ApiError) -> list[float]:
-    """When a controller with a 1000 s backoff ceiling tries key ns/a whose first ``failures`` reconciles
-    raise ``error``, over two minutes of a fake clock; the key's retries must be forgotten at the end."""
-
-    async def scenario() -> list[float]:
-        clock = FakeClock(start=0.0)
-        calls: list[float] = []
-
-        async def reconcile(key: str) -> Result:
-            calls.append(clock.now())
-            if len(calls) <= failures:
-                raise error
-            return Result()
-
-        controller = Controller("test", reconcile, backoff=Backoff(initial=1.0, maximum=1000.0), clock=clock)
-        task = asyncio.create_task(controller.run())
-        controller.enqueue(event("a"))
-        for _ in range(120):
-            await settle()
-            clock.advance(1.0)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        assert controller.queue.retries("ns/a") == 0
-        return calls
-
-    return asyncio.run(scenario())
 
 
 def test_a_server_that_does_not_answer_is_retried_every_few_seconds_not_backed_off_for_minutes(
