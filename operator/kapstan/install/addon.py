@@ -13,7 +13,7 @@ from typing import Any
 
 from kapstan.api.wellknown import CONTROL_PLANE_TAINT_KEY
 from kapstan.install import rbac
-from kapstan.install.deployment import DEFAULT_IMAGE, NONROOT
+from kapstan.install.deployment import DEFAULT_IMAGE, NONROOT, restricted_container_security
 
 Manifest = dict[str, Any]
 
@@ -82,11 +82,7 @@ def addon_deployment(
                                 "requests": {"cpu": "50m", "memory": "128Mi"},
                                 "limits": {"memory": "512Mi"},
                             },
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]},
-                            },
+                            "securityContext": restricted_container_security(),
                             # The addon writes each workload cluster's kubeconfig to a temporary file
                             # when it removes an install; / is read-only.
                             "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],

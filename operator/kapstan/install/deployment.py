@@ -29,6 +29,17 @@ METRICS_PORT = 8080  # ``kapstan run --metrics-address``: /metrics, /healthz and
 NONROOT = 65532  # distroless's "nonroot" user; any non-zero id works, the image needs no home directory
 
 
+def restricted_container_security() -> dict[str, Any]:
+    """The container securityContext of the restricted Pod Security Standard, for kapstan's and the addon's
+    containers alike: no privilege escalation, no capabilities, a read-only root filesystem. A new dict
+    each time, so that two manifests in one YAML stream never share (and alias) one object."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
 def _labels() -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "autoscaler"}
 
@@ -79,11 +90,7 @@ def _container(cluster: str, namespace: str, image: str, lease: str) -> dict[str
             "requests": {"cpu": "100m", "memory": "256Mi"},
             "limits": {"memory": "1Gi"},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": restricted_container_security(),
         "volumeMounts": [
             {"name": "management-kubeconfig", "mountPath": MANAGEMENT_DIR, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
