@@ -1,82 +1,18 @@
-"""Flavors from managed MDs, worker classes and infrastructure templates; zones, prices, reservations,
-and the errors a user gets when a source says too little or contradicts another."""
+"""Flavors from managed MDs and infrastructure templates; zones, prices, reservations, and the errors a
+user gets when a source says too little or contradicts another. Worker classes and Cluster topologies are
+in test_catalog_topology.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from catalog_kit import CAPACITY, GI, SCENARIOS, catalog_of, md, only, sized, template
 
 from kapstan.api import ManifestError, load_manifests, load_text
-from kapstan.catalog import Catalog, FlavorSource, build_catalog, node_class_settings, relative_price
+from kapstan.catalog import FlavorSource, build_catalog, node_class_settings, relative_price
 from kapstan.scheduling.model import InstanceType, Offering, Taint
-
-SCENARIOS = Path(__file__).parents[1] / "scenarios"
-CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
-GI = 2**30 * 1000
-
-
-def md(
-    name: str,
-    annotations: dict[str, str] | None = None,
-    *,
-    managed: bool = True,
-    failure_domain: str = "",
-    infra_kind: str = "OpenStackMachineTemplate",
-) -> dict[str, Any]:
-    marker = {"kapstan.io/managed": "true"} if managed else {}
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "capi", "annotations": {**marker, **(annotations or {})}},
-        "spec": {
-            "clusterName": "c1",
-            "template": {
-                "spec": {
-                    "failureDomain": failure_domain,
-                    "bootstrap": {
-                        "configRef": {
-                            "apiGroup": "bootstrap.cluster.x-k8s.io",
-                            "kind": "KubeadmConfigTemplate",
-                            "name": name,
-                        }
-                    },
-                    "infrastructureRef": {
-                        "apiGroup": "infrastructure.cluster.x-k8s.io",
-                        "kind": infra_kind,
-                        "name": name,
-                    },
-                }
-            },
-        },
-    }
-
-
-def template(
-    kind: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "capi"},
-        "spec": {"template": {"spec": spec}},
-        "status": status or {},
-    }
-
-
-def sized(cpu: str, memory: str, **more: str) -> dict[str, str]:
-    return {CAPACITY + "cpu": cpu, CAPACITY + "memory": memory, **{CAPACITY + k: v for k, v in more.items()}}
-
-
-def catalog_of(*objects: dict[str, Any]) -> Catalog:
-    return build_catalog(load_text(yaml.safe_dump_all(objects)))
-
-
-def only(catalog: Catalog) -> InstanceType:
-    (instance_type,) = catalog.instance_types()
-    return instance_type
 
 
 def test_article_mds() -> None:
@@ -376,126 +312,3 @@ def test_reservations_give_allocatable() -> None:
         "pods": 110_000,
     }
     assert instance_type.capacity["cpu"] == 2000
-
-
-def worker_class_objects(
-    entries: list[dict[str, Any]], class_metadata: dict[str, Any]
-) -> list[dict[str, Any]]:
-    cluster_class = {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "ClusterClass",
-        "metadata": {"name": "cc", "namespace": "capi"},
-        "spec": {
-            "workers": {
-                "machineDeployments": [
-                    {
-                        "class": "c3-8",
-                        "metadata": class_metadata,
-                        "bootstrap": {
-                            "templateRef": {
-                                "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
-                                "kind": "KubeadmConfigTemplate",
-                                "name": "w",
-                            }
-                        },
-                        "infrastructure": {
-                            "templateRef": {
-                                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                                "kind": "OpenStackMachineTemplate",
-                                "name": "c3-8",
-                            }
-                        },
-                    }
-                ]
-            }
-        },
-    }
-    cluster = {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "Cluster",
-        "metadata": {"name": "c1", "namespace": "capi"},
-        "spec": {
-            "topology": {
-                "classRef": {"name": "cc"},
-                "version": "v1.36.1",
-                "workers": {"machineDeployments": entries},
-            }
-        },
-    }
-    return [
-        cluster_class,
-        cluster,
-        template(
-            "OpenStackMachineTemplate", "c3-8", {"flavor": "c3-8"}, {"capacity": {"cpu": "4", "memory": "8G"}}
-        ),
-    ]
-
-
-def test_worker_class_in_several_failure_domains() -> None:
-    entries = [{"class": "c3-8", "name": f"pool-{z}", "failureDomain": z} for z in ("a", "b")]
-    catalog = build_catalog(
-        load_text(
-            yaml.safe_dump_all(worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}}))
-        )
-    )
-    instance_type = only(catalog)
-    assert instance_type.name == "c3-8" and instance_type.capacity["cpu"] == 4000
-    assert catalog.sources[("c3-8", "b", "on-demand")] == FlavorSource(
-        "WorkerClass", "capi", "pool-b", "c1", "c3-8"
-    )
-
-
-def test_managed_class_not_yet_in_topology_is_offered_through_a_new_entry() -> None:
-    catalog = build_catalog(
-        load_text(
-            yaml.safe_dump_all(worker_class_objects([], {"annotations": {"kapstan.io/managed": "true"}}))
-        )
-    )
-    assert list(catalog.sources.values()) == [FlavorSource("WorkerClass", "capi", "c3-8", "c1", "c3-8")]
-
-
-def test_topology_entry_can_mark_an_unmarked_class() -> None:
-    entries: list[dict[str, Any]] = [
-        {"class": "c3-8", "name": "auto", "metadata": {"annotations": {"kapstan.io/managed": "true"}}},
-        {"class": "c3-8", "name": "fixed", "replicas": 2},
-    ]
-    catalog = build_catalog(load_text(yaml.safe_dump_all(worker_class_objects(entries, {}))))
-    assert [s.name for s in catalog.sources.values()] == ["auto"]
-
-
-def test_bad_annotation_on_topology_entry_names_the_cluster() -> None:
-    entries = [{"class": "c3-8", "name": "auto", "metadata": {"annotations": {CAPACITY + "cpu": "lots"}}}]
-    objects = worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}})
-    with pytest.raises(
-        ManifestError,
-        match=r"^Cluster capi/c1: spec.topology.workers.machineDeployments\[0\]"
-        r".metadata.annotations\[capacity.cluster-autoscaler.kubernetes.io/cpu\]",
-    ):
-        build_catalog(load_text(yaml.safe_dump_all(objects)))
-
-
-def test_topology_with_missing_class() -> None:
-    objects = worker_class_objects([], {})[1:]
-    with pytest.raises(
-        ManifestError, match=r'Cluster capi/c1: spec.topology.classRef: ClusterClass "capi/cc" not found'
-    ):
-        build_catalog(load_text(yaml.safe_dump_all(objects)))
-
-
-def test_md_generated_by_topology_is_not_counted_twice() -> None:
-    generated = md(
-        "c1-pool-a-xyz", sized("4", "8G", labels="node.kubernetes.io/instance-type=c3-8"), failure_domain="a"
-    )
-    generated["metadata"]["labels"] = {"topology.cluster.x-k8s.io/owned": ""}
-    entries = [{"class": "c3-8", "name": "pool-a", "failureDomain": "a"}]
-    objects = [*worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}}), generated]
-    catalog = build_catalog(load_text(yaml.safe_dump_all(objects)))
-    assert [s.kind for s in catalog.sources.values()] == ["WorkerClass"]
-
-
-def test_cluster_filter() -> None:
-    other = md("other", sized("2", "4Gi"))
-    other["spec"]["clusterName"] = "c2"
-    manifests = load_text(yaml.safe_dump_all([md("mine", sized("2", "4Gi")), other]))
-    assert build_catalog(manifests, ("capi", "c1")).names == ("mine",)
-    assert build_catalog(manifests).names == ("mine", "other")
