@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bench.targets import TARGETS
@@ -55,23 +56,30 @@ def solve_time(results: Sequence[Mapping[str, Any]], engines: Sequence[str], pat
     fig.savefig(path, dpi=120)
 
 
-def cost_vs_bound(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
+def cost_ratio_bars(ax: Axes, results: Sequence[Mapping[str, Any]], systems: Sequence[str]) -> None:
+    """One bar per workload and system side by side, the plan's cost over the workload's lower bound, on a y
+    axis from 0.9 to above the largest ratio; the caller adds its target line, title and legend."""
     names = list(dict.fromkeys(r["workload"] for r in results if r.get("cost_ratio")))
-    fig = Figure(figsize=(max(7, 0.7 * len(names)), 4.5))
-    ax = fig.subplots()
-    width = 0.8 / max(len(engines), 1)
-    for i, engine in enumerate(engines):
+    width = 0.8 / max(len(systems), 1)
+    for i, system in enumerate(systems):
         ratios = {
-            r["workload"]: r["cost_ratio"] for r in results if r["engine"] == engine and r.get("cost_ratio")
+            r["workload"]: r["cost_ratio"] for r in results if r["engine"] == system and r.get("cost_ratio")
         }
         xs = [j + i * width for j, name in enumerate(names) if name in ratios]
-        ax.bar(xs, [ratios[n] for n in names if n in ratios], width, label=engine)
+        ax.bar(xs, [ratios[n] for n in names if n in ratios], width, label=system, color=f"C{i}")
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.axhline(1.05, color="red", linestyle="--", linewidth=0.8, label="target 1.05 (generic, capi)")
-    ax.set_xticks([j + width * (len(engines) - 1) / 2 for j in range(len(names))])
+    ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(names))])
     ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("plan cost / lower bound")
     ax.set_ylim(0.9, max([1.2, *(r["cost_ratio"] for r in results if r.get("cost_ratio"))]) * 1.05)
+
+
+def cost_vs_bound(results: Sequence[Mapping[str, Any]], engines: Sequence[str], path: Path) -> None:
+    names = {r["workload"] for r in results if r.get("cost_ratio")}
+    fig = Figure(figsize=(max(7, 0.7 * len(names)), 4.5))
+    ax = fig.subplots()
+    cost_ratio_bars(ax, results, engines)
+    ax.axhline(1.05, color="red", linestyle="--", linewidth=0.8, label="target 1.05 (generic, capi)")
     ax.set_title("Cost over the LP / integer lower bound")
     ax.legend(fontsize=8)
     fig.tight_layout()

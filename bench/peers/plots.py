@@ -9,6 +9,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from bench.peers.report import SYSTEMS, TIMED_PEERS
+from bench.plots import cost_ratio_bars
 
 
 def time_vs_pods(results: Sequence[Mapping[str, Any]], path: Path) -> None:
@@ -39,24 +40,12 @@ def time_vs_pods(results: Sequence[Mapping[str, Any]], path: Path) -> None:
 
 
 def cost_vs_bound(results: Sequence[Mapping[str, Any]], path: Path) -> None:
-    names = list(dict.fromkeys(r["workload"] for r in results if r.get("cost_ratio")))
+    names = {r["workload"] for r in results if r.get("cost_ratio")}
     systems = [s for s in SYSTEMS if any(r["engine"] == s and r.get("cost_ratio") for r in results)]
     fig = Figure(figsize=(max(7.0, 0.9 * len(names)), 4.8))
     ax = fig.subplots()
-    width = 0.8 / max(len(systems), 1)
-    for i, system in enumerate(systems):
-        ratios = {
-            r["workload"]: r["cost_ratio"] for r in results if r["engine"] == system and r.get("cost_ratio")
-        }
-        xs = [j + i * width for j, name in enumerate(names) if name in ratios]
-        ax.bar(xs, [ratios[n] for n in names if n in ratios], width, label=system, color=f"C{i}")
-    ax.axhline(1.0, color="black", linewidth=0.8)
+    cost_ratio_bars(ax, results, systems)
     ax.axhline(1.05, color="red", linestyle="--", linewidth=0.8, label="1.05 x bound")
-    ax.set_xticks([j + width * (len(systems) - 1) / 2 for j in range(len(names))])
-    ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("plan cost / lower bound")
-    top = max([1.2, *(r["cost_ratio"] for r in results if r.get("cost_ratio"))])
-    ax.set_ylim(0.9, top * 1.05)
     ax.set_title("Cost over the lower bound, every system")
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
