@@ -17,6 +17,7 @@ from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Resource
 from kapstan.local import Sandbox
 from kapstan.local import manifests as m
+from polling import eventually as eventually
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 _ids = itertools.count()
@@ -82,14 +83,6 @@ async def machine_names(client: Client, source: FlavorSource) -> list[str]:
         params={"labelSelector": f"{c.DEPLOYMENT_NAME_LABEL}=pool"},
     )
     return sorted(c.name(item) for item in found["items"])
-
-
-async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.25)
 
 
 def run_on_sandbox(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -18,6 +18,7 @@ from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.local import Sandbox
 from kapstan.local import manifests as m
+from polling import eventually as eventually
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
@@ -149,11 +150,3 @@ async def cleanup(client: Client) -> AsyncIterator[Cleanup]:
 
 def cluster_state(client: Client, ns: str) -> ClusterState:
     return ClusterState(client, client, ClusterRef(ns, CLUSTER))
-
-
-async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.2)

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import polling
 from kapstan.addon.controller import CLUSTERRESOURCESETS, CONFIGMAPS, ROLES, SECRETS, SERVICEACCOUNTS
 from kapstan.api.wellknown import AUTOSCALER_LABEL, UNREGISTERED_TAINT_KEY, unregistered_taint
 from kapstan.capi import contract as c
@@ -63,15 +64,12 @@ class Setup:
         return self.loop.run_until_complete(coroutine)
 
     def wait_for(self, what: str, check: Callable[[], T | None], timeout: float = 120.0) -> T:
-        deadline = time.monotonic() + timeout
-        last: T | None = None
-        while time.monotonic() < deadline:
-            last = check()
-            if last:
-                return last
-            time.sleep(0.5)
-        log = procs.log_tail(self.sandbox.directory, self.addon_name, 40)
-        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})\n{log}")
+        """``polling.wait_for``, with the addon's last log lines on a timeout."""
+        try:
+            return polling.wait_for(what, check, timeout)
+        except AssertionError as timed_out:
+            log = procs.log_tail(self.sandbox.directory, self.addon_name, 40)
+            raise AssertionError(f"{timed_out}\n{log}") from None
 
 
 def _server(kubeconfig: Path) -> str:

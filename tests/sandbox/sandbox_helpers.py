@@ -5,14 +5,13 @@ The manifests themselves come from ``kapstan.local.manifests``, shared with the 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import kr8s
 from kr8s.objects import APIObject, new_class
 
 from kapstan.local.manifests import BOOTSTRAP, CAPI, CONTROL_PLANE, INFRA
+from polling import wait_for as wait_for
 
 Cluster = new_class("Cluster", CAPI)
 ClusterClass = new_class("ClusterClass", CAPI, plural="clusterclasses")
@@ -51,20 +50,6 @@ _CLASSES: dict[str, type[APIObject]] = {
         TestControlPlaneTemplate,
     )
 }
-
-T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float = 120.0, every: float = 0.5) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` (and the last value)."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def create(api: kr8s.Api, cls: type[Any], manifest: dict[str, Any]) -> Any:
