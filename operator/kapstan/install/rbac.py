@@ -159,14 +159,24 @@ def _meta(name: str, namespace: str | None = None, **extra: Any) -> dict[str, An
     return meta
 
 
-def _binding(kind: str, name: str, namespace: str | None, role_kind: str, sa: tuple[str, str]) -> Manifest:
-    return {
+def _service_account(name: str, namespace: str) -> Manifest:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)}
+
+
+def _granted(
+    role_kind: str, name: str, namespace: str | None, rules: list[dict[str, Any]], sa: tuple[str, str]
+) -> list[Manifest]:
+    """A ``role_kind`` (ClusterRole or Role) with ``rules`` and its binding to ServiceAccount ``sa``
+    (namespace, name), both named ``name``."""
+    role = {"apiVersion": f"{RBAC}/v1", "kind": role_kind, "metadata": _meta(name, namespace), "rules": rules}
+    binding = {
         "apiVersion": f"{RBAC}/v1",
-        "kind": kind,
+        "kind": f"{role_kind}Binding",
         "metadata": _meta(name, namespace),
         "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": sa[1], "namespace": sa[0]}],
     }
+    return [role, binding]
 
 
 def workload_rbac(
@@ -180,21 +190,9 @@ def workload_rbac(
     sa = (namespace, name)
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)},
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(name),
-            "rules": workload_rules(),
-        },
-        _binding("ClusterRoleBinding", name, None, "ClusterRole", sa),
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "Role",
-            "metadata": _meta(name, namespace),
-            "rules": lease_rules(lease),
-        },
-        _binding("RoleBinding", name, namespace, "Role", sa),
+        _service_account(name, namespace),
+        *_granted("ClusterRole", name, None, workload_rules(), sa),
+        *_granted("Role", name, namespace, lease_rules(lease), sa),
     ]
 
 
@@ -219,15 +217,10 @@ def management_rbac(
     long-lived token in the install; deleting the Secret revokes it.
     """
     name = management_name(cluster_name)
+    rules = management_rules(cluster_name, infrastructure_group, infrastructure_resources)
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, cluster_namespace)},
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "Role",
-            "metadata": _meta(name, cluster_namespace),
-            "rules": management_rules(cluster_name, infrastructure_group, infrastructure_resources),
-        },
-        _binding("RoleBinding", name, cluster_namespace, "Role", (cluster_namespace, name)),
+        _service_account(name, cluster_namespace),
+        *_granted("Role", name, cluster_namespace, rules, (cluster_namespace, name)),
         {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -290,12 +283,6 @@ def addon_rbac(
     sa = (namespace, ADDON_NAME)
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(namespace)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ADDON_NAME, namespace)},
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(ADDON_NAME),
-            "rules": addon_rules(infrastructure_groups),
-        },
-        _binding("ClusterRoleBinding", ADDON_NAME, None, "ClusterRole", sa),
+        _service_account(ADDON_NAME, namespace),
+        *_granted("ClusterRole", ADDON_NAME, None, addon_rules(infrastructure_groups), sa),
     ]
