@@ -60,9 +60,12 @@ async def scale_up(
         say(f"T+{now:5.0f}s  claims {len(fleet.claims)}  running {running}/{pods}")
         await asyncio.sleep(interval)
     latencies, last_launched = observe.launch_latencies(fleet.claims)
+    created = [observe.epoch(pod["metadata"]["creationTimestamp"]) for pod in fleet.pods]
     return {
         "start": start,
         "end": time.time(),
+        # When the controller-manager had made every pod (creation stamps are whole seconds).
+        "allCreatedSeconds": _round(max(created) - start) if created else None,
         "firstClaimSeconds": _round(first_claim),
         "allLaunchedSeconds": _round(last_launched - start) if last_launched else None,
         "launchP50Seconds": round(observe.percentile(latencies, 50), 1),

@@ -27,6 +27,26 @@ def _accounting(acc: dict[str, Any]) -> str:
     return figures + (" exact" if acc["exact"] else " **MISMATCH**")
 
 
+def _down(cell: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """A scale-down row's cell, or "skipped" for a run with ``--no-scale-down``."""
+    return lambda r: "skipped" if r["scaleDown"] is None else cell(r)
+
+
+def _batches(up: dict[str, Any]) -> str:
+    if "batches" not in up:
+        return "not recorded"
+    batches = up["batches"]
+    first = f", the first {batches[0]['pods']} pods -> {batches[0]['nodeClaims']} claims" if batches else ""
+    return f"{len(batches)} solves, {sum(b['nodeClaims'] for b in batches)} claims opened{first}"
+
+
+def _batch(batch: dict[str, Any]) -> str:
+    flavors = ", ".join(f"{n} {f}" for f, n in sorted(batch["flavors"].items()))
+    return f"T+{batch['seconds']:.0f} s: {batch['pods']} pods, {batch['nodeClaims']} claims" + (
+        f" ({flavors})" if flavors else ""
+    )
+
+
 def _lowest(down: dict[str, Any]) -> str:
     return ", ".join(f"{name} {share * 100:.0f}%" for name, share in down["lowestAvailability"].items())
 
@@ -37,7 +57,16 @@ ROWS: list[Row] = [
         "load average (1 min) at start / after scale-up / end",
         lambda r: " / ".join(f"{v[0]:.1f}" for v in r["load"].values()),
     ),
+    (
+        "all pods created",
+        lambda r: (
+            _seconds(r["scaleUp"]["allCreatedSeconds"])
+            if "allCreatedSeconds" in r["scaleUp"]
+            else "not recorded"
+        ),
+    ),
     ("first NodeClaim", lambda r: _seconds(r["scaleUp"]["firstClaimSeconds"])),
+    ("provisioner batches (scale-up)", lambda r: _batches(r["scaleUp"])),
     ("all NodeClaims Launched", lambda r: _seconds(r["scaleUp"]["allLaunchedSeconds"])),
     (
         "created -> Launched p50 / p90",
@@ -80,30 +109,30 @@ ROWS: list[Row] = [
     ),
     (
         "scale-down: settled (no change for the quiet time)",
-        lambda r: "yes" if r["scaleDown"]["settled"] else "**no** (timed out)",
+        _down(lambda r: "yes" if r["scaleDown"]["settled"] else "**no** (timed out)"),
     ),
-    ("scale-down: last change (settle time)", lambda r: _seconds(r["scaleDown"]["settleSeconds"])),
-    ("scale-down: disruption commands", lambda r: str(len(r["scaleDown"]["commands"]))),
+    ("scale-down: last change (settle time)", _down(lambda r: _seconds(r["scaleDown"]["settleSeconds"]))),
+    ("scale-down: disruption commands", _down(lambda r: str(len(r["scaleDown"]["commands"])))),
     (
         "scale-down: NodeClaims removed / created",
-        lambda r: f"{r['scaleDown']['claimsRemoved']} / {r['scaleDown']['claimsCreated']}",
+        _down(lambda r: f"{r['scaleDown']['claimsRemoved']} / {r['scaleDown']['claimsCreated']}"),
     ),
-    ("scale-down: evictions", lambda r: str(r["scaleDown"]["requests"]["evictions"])),
-    ("scale-down: longest Pending pod", lambda r: f"{r['scaleDown']['longestPendingSeconds']:.0f} s"),
-    ("scale-down: lowest availability", lambda r: _lowest(r["scaleDown"])),
+    ("scale-down: evictions", _down(lambda r: str(r["scaleDown"]["requests"]["evictions"]))),
+    ("scale-down: longest Pending pod", _down(lambda r: f"{r['scaleDown']['longestPendingSeconds']:.0f} s")),
+    ("scale-down: lowest availability", _down(lambda r: _lowest(r["scaleDown"]))),
     (
         "scale-down: nodes, live vs simulate",
-        lambda r: _versus(r["scaleDown"]["nodes"], r["simulate"]["scaleDown"]["nodes"]),
+        _down(lambda r: _versus(r["scaleDown"]["nodes"], r["simulate"]["scaleDown"]["nodes"])),
     ),
     (
         "scale-down: price/h, live vs simulate",
-        lambda r: _versus(r["scaleDown"]["price"], r["simulate"]["scaleDown"]["price"]),
+        _down(lambda r: _versus(r["scaleDown"]["price"], r["simulate"]["scaleDown"]["price"])),
     ),
     (
         "scale-down: kapstan API requests",
-        lambda r: f"{r['scaleDown']['requests']['total']} ({_verbs(r['scaleDown']['requests'])})",
+        _down(lambda r: f"{r['scaleDown']['requests']['total']} ({_verbs(r['scaleDown']['requests'])})"),
     ),
-    ("accounting at the end", lambda r: _accounting(r["scaleDown"]["accounting"])),
+    ("accounting at the end", _down(lambda r: _accounting(r["scaleDown"]["accounting"]))),
     (
         "operator CPU s / peak RSS (whole run)",
         lambda r: (
@@ -121,7 +150,7 @@ per run. The fleet: {flavors} in {zones} ({mds} managed MDs), {boot} s boot dela
 (100m / 128Mi), six Deployments ({workloads}; web and api spread hard over zones), each with a PDB of
 `maxUnavailable: 10%`. Scale-up: from an empty pool to N pods, timed from the apply. Scale-down: the
 Deployments to 70%, settled once the set of NodeClaims has not changed for 120 s with every pod Running
-(the phase gives up after 600 s).
+(the phase gives up after 600 s); a run with `--no-scale-down` measures the scale-up only.
 
 How each figure is taken: times from the bench's polling (every 2 s during scale-up, 3 s after) and the
 NodeClaims' `Launched` condition times; "simulate" is `kapstan simulate` of the very manifests applied
@@ -129,7 +158,10 @@ NodeClaims' `Launched` condition times; "simulate" is `kapstan simulate` of the 
 log, with a policy that logs only kapstan's identity (the operator runs as ServiceAccount
 `kube-system/kapstan-bench`, bound to cluster-admin; watches still open at the end are not counted);
 scale writes are PATCHes of `machinedeployments/scale`; operator CPU and peak RSS are `/proc/PID/stat`
-utime+stime and `VmHWM`; disruption commands are the operator's log lines that start one. The machine is
+utime+stime and `VmHWM`; disruption commands are the operator's log lines that start one; "all pods
+created" is the workload pods' latest `creationTimestamp` (the controller-manager's pace); the provisioner's
+batches are its `solved` log lines (the pods it planned, those not already on an in-flight claim) and the
+`created nodeclaim` lines after each. The machine is
 shared by several engineers (2 cores): the load average is recorded with each run.
 
 """
@@ -152,6 +184,11 @@ def render(results: list[dict[str, Any]]) -> str:
     if notes:
         text += "\nNotes on the runs:\n\n" + "".join(notes)
     for r in results:
+        if r["scaleUp"].get("batches"):
+            text += f"\n## {r['label']}: scale-up batches (T+ seconds, pods planned, claims opened)\n\n"
+            text += "".join(f"- {_batch(b)}\n" for b in r["scaleUp"]["batches"][:40])
+        if r["scaleDown"] is None:
+            continue
         commands = r["scaleDown"]["commands"]
         text += f"\n## {r['label']}: scale-down commands ({len(commands)})\n\n"
         text += "".join(f"- T+{c['seconds']:.0f} s: {c['message']}\n" for c in commands[:30])
