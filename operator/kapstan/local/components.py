@@ -116,9 +116,22 @@ def apiserver(
     return Component(f"kube-apiserver-{name}", argv, f"https://127.0.0.1:{port}/readyz", True), port
 
 
+CONTROL_LOOP_API_QPS = 100
+"""Requests per second (and burst) the controller-manager and the scheduler may send their API server.
+
+client-go's defaults (controller-manager 20 / burst 30, scheduler 50 / 100) are sized for small clusters:
+at 20 per second the ReplicaSets took 2-3 minutes to create bench.live's 1,000 pods and the DaemonSet
+controller fell behind new Nodes, so an autoscaler on the sandbox saw pods trickle in. Kubernetes' own
+scalability jobs raise both to 100 / 100 (kubernetes/test-infra,
+config/jobs/kubernetes/sig-scalability/env/ci-kubernetes-e2e-scalability-common.env:
+``CONTROLLER_MANAGER_TEST_ARGS=--profiling --kube-api-qps=100 --kube-api-burst=100``, the same for
+``SCHEDULER_TEST_ARGS``), and so does the sandbox: a cluster meant for a thousand nodes, not an unlimited
+one. kwok needs no such flag: its client has no client-side rate limit."""
+
+
 def _control_loop_flags(kubeconfig: Path, port: int) -> list[str]:
     """What the controller-manager and the scheduler share: one kubeconfig for everything, serving health
-    on loopback only, no leader election (one replica each)."""
+    on loopback only, no leader election (one replica each), the scalability tests' API rate limits."""
     return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
@@ -126,6 +139,8 @@ def _control_loop_flags(kubeconfig: Path, port: int) -> list[str]:
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
         "--leader-elect=false",
+        f"--kube-api-qps={CONTROL_LOOP_API_QPS}",
+        f"--kube-api-burst={CONTROL_LOOP_API_QPS}",
     ]
 
 
