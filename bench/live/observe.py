@@ -43,6 +43,10 @@ class Fleet:
     def running(self, app: str | None = None) -> int:
         return sum(1 for pod in self._workload(app) if pod.get("status", {}).get("phase") == "Running")
 
+    def workload_pods(self) -> int:
+        """The Deployments' pods, whatever their phase."""
+        return len(self._workload(None))
+
     def pending(self, app: str | None = None) -> list[Object]:
         return [pod for pod in self._workload(app) if pod.get("status", {}).get("phase") == "Pending"]
 

@@ -159,7 +159,7 @@ log, with a policy that logs only kapstan's identity (the operator runs as Servi
 `kube-system/kapstan-bench`, bound to cluster-admin; watches still open at the end are not counted);
 scale writes are PATCHes of `machinedeployments/scale`; operator CPU and peak RSS are `/proc/PID/stat`
 utime+stime and `VmHWM`; disruption commands are the operator's log lines that start one; "all pods
-created" is the workload pods' latest `creationTimestamp` (the controller-manager's pace); the provisioner's
+created" is the first poll that finds N workload pods (the controller-manager's pace); the provisioner's
 batches are its `solved` log lines (the pods it planned, those not already on an in-flight claim) and the
 `created nodeclaim` lines after each. The machine is
 shared by several engineers (2 cores): the load average is recorded with each run.
