@@ -1,8 +1,8 @@
 """Pending pods in, NodeClaims out (docs/architecture.md#data-flow, steps 3 and 4).
 
-Pods the scheduler could not place open a batch; the batch closes after 1 s without a new pod or 10 s
-after it opened, whichever comes first (Karpenter's batch idle and max durations), so a Deployment of 500
-replicas is one decision, not 500. Then the provisioner snapshots both clusters, solves, and creates one
+Pods the scheduler could not place, or has not tried yet (``awaiting_scheduler``), open a batch; the batch
+closes after 1 s without a new pod or 10 s after it opened, whichever comes first (Karpenter's batch idle
+and max durations), so a Deployment of 500 replicas is one decision, not 500. Then the provisioner snapshots both clusters, solves, and creates one
 NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
 crash between the two leaves a NodeClaim that the next leader launches, never a Machine nobody owns.
 
@@ -37,7 +37,7 @@ from kapstan.api.wellknown import (
     ZONE,
 )
 from kapstan.catalog import FlavorSource
-from kapstan.controllers.state import ClusterState, Gathered, Problem, provisionable
+from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.events import EventRecorder, EventType
@@ -122,12 +122,12 @@ class Provisioner:
 
     def _on_pod(self, event: Event) -> None:
         key = object_key(event.object)
-        if event.type == "DELETED" or not provisionable(event.object):
+        if event.type == "DELETED" or not _to_plan(event.object):
             self._pending.discard(key)
             return
         self._pending.add(key)
         old = event.old
-        if old is None or not provisionable(old) or old.get("spec") != event.object.get("spec"):
+        if old is None or not _to_plan(old) or old.get("spec") != event.object.get("spec"):
             self.batcher.trigger()
 
     def _on_capacity_change(self, event: Event) -> None:
@@ -153,7 +153,7 @@ class Provisioner:
 
     async def provision(self) -> list[Object]:
         """One batch: snapshot, solve, create NodeClaims; returns the NodeClaims created."""
-        gathered = await self.state.gather()
+        gathered = await self.state.gather(awaiting=True)
         await self._report(gathered.problems)
         pools = self._ready_pools(gathered)
         skipped: list[tuple[FlavorSource, ManifestError]] = []
@@ -273,6 +273,11 @@ class Provisioner:
         obj = self.state.provider.event_target(source)
         if obj is not None:
             await self.events.emit(obj, "Warning", "FlavorUnavailable", str(error))
+
+
+def _to_plan(pod: Object) -> bool:
+    """A pod a batch plans: the scheduler found no room for it, or has not tried it yet."""
+    return provisionable(pod) or awaiting_scheduler(pod)
 
 
 def counted_on_nodes(plan: Plan) -> dict[str, tuple[str, ...]]:
