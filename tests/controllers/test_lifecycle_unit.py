@@ -22,10 +22,10 @@ from kapstan.api.wellknown import (
 from kapstan.capi import InsufficientCapacity, LaunchRequest, Paused
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Lifecycle, NodeClaimController, Terminator, Timeouts
-from kapstan.controllers.nodeclaim.registration import DAEMONSET_GRACE, DAEMONSET_POLL
+from kapstan.controllers.nodeclaim.registration import DAEMONSET_GRACE, DAEMONSET_POD_GRACE, DAEMONSET_POLL
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
-from kapstan.kube.kinds import DAEMONSETS
+from kapstan.kube.kinds import DAEMONSETS, PODS
 
 TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
 STARTUP = {"key": "example.com/agent", "effect": "NoSchedule"}
@@ -182,6 +182,46 @@ def test_a_daemonset_pod_that_never_comes_holds_the_node_no_longer_than_the_grac
     _run(w, launched)
     assert _node_taints(w, "node-a") == [UNREGISTERED_TAINT_KEY]
     w.clock.advance(2)
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == [] and cond.is_true(
+        w.claim_now(launched["metadata"]["name"]), REGISTERED
+    )
+
+
+def _queued_agent(w: World, node: str) -> None:
+    """The agent's pod as the DaemonSet controller makes it for ``node``: pinned there, not bound yet."""
+    pin = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    owner = {"kind": "DaemonSet", "name": "agent", "apiVersion": "apps/v1", "uid": "ds"}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"agent-{node}", "namespace": "default", "ownerReferences": [owner]},
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [pin]}
+                }
+            }
+        },
+        "status": {"phase": "Pending"},
+    }
+    w.api.put(PODS, body)
+
+
+def test_a_daemonset_pod_queued_for_the_node_holds_it_past_the_grace_until_the_longer_one() -> None:
+    """Issue 14: a busy kube-scheduler reached the agents' pods a minute after their Nodes joined; taking the
+    taint off at 30 s let the pending pods fill those Nodes first, and 67 agents starved."""
+    w = world()
+    _agent(w, [{"operator": "Exists"}])
+    launched = _launched(w, "c3-4")
+    w.node("node-a", launched["status"]["providerID"])
+    _run(w, launched)
+    _queued_agent(w, "node-a")
+    _queued_agent(w, "node-b")
+    w.clock.advance(DAEMONSET_GRACE + 1)
+    _run(w, launched)
+    assert _node_taints(w, "node-a") == [UNREGISTERED_TAINT_KEY], "its agent's pod is on its way"
+    w.clock.advance(DAEMONSET_POD_GRACE - DAEMONSET_GRACE)
     _run(w, launched)
     assert _node_taints(w, "node-a") == [] and cond.is_true(
         w.claim_now(launched["metadata"]["name"]), REGISTERED

@@ -8,3 +8,6 @@ NODE_NAME = "nodeName"
 """Pods by ``spec.nodeName``, NodeClaims by ``status.nodeName``."""
 BY_NODEPOOL = "nodepool"
 """NodeClaims by their NodePool label."""
+DAEMONSET_TARGET = "daemonsetTarget"
+"""DaemonSet pods by the node they are made for, bound or not (the DaemonSet controller pins each pod to its
+node with a required ``matchFields`` term on ``metadata.name``)."""

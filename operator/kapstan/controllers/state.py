@@ -33,6 +33,7 @@ from kapstan.controllers.cluster import Cluster
 
 # Re-exported (``X as X``): modules that import the index names from here keep working.
 from kapstan.controllers.indexes import BY_NODEPOOL as BY_NODEPOOL
+from kapstan.controllers.indexes import DAEMONSET_TARGET as DAEMONSET_TARGET
 from kapstan.controllers.indexes import NODE_NAME as NODE_NAME
 from kapstan.controllers.indexes import PROVIDER_ID as PROVIDER_ID
 from kapstan.controllers.memo import StoreMemo
@@ -146,6 +147,21 @@ def _unbound_workload(pod: Object) -> bool:
     return not (pod.get("spec", {}).get("nodeName") or meta.deleting or meta.owned_by("DaemonSet", "Node"))
 
 
+def daemonset_target(pod: Object) -> list[str]:
+    """The node a DaemonSet's pod is made for: the ``metadata.name`` its required node affinity names."""
+    if not Meta.of(pod).owned_by("DaemonSet"):
+        return []
+    affinity = pod.get("spec", {}).get("affinity", {}).get("nodeAffinity", {})
+    terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms") or []
+    return [
+        name
+        for term in terms
+        for field in term.get("matchFields") or []
+        if field.get("key") == "metadata.name" and field.get("operator") == "In"
+        for name in field.get("values") or []
+    ]
+
+
 def _finished(pod: Object) -> bool:
     return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
 
@@ -170,7 +186,11 @@ class ClusterState:
         self.nominations = Nominations(clock)
         self.backoff = OfferingBackoff(clock)
         """Offerings unavailable after failed launches, kept out of every plan until their window ends."""
-        self.pods = informer(workload, PODS, indexers={NODE_NAME: field_indexer("spec", "nodeName")})
+        self.pods = informer(
+            workload,
+            PODS,
+            indexers={NODE_NAME: field_indexer("spec", "nodeName"), DAEMONSET_TARGET: daemonset_target},
+        )
         self.nodes = informer(workload, NODES, indexers={PROVIDER_ID: field_indexer("spec", "providerID")})
         self.daemonsets = informer(workload, DAEMONSETS)
         self.namespaces = informer(workload, NAMESPACES)

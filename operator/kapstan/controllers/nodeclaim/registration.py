@@ -7,25 +7,25 @@ no pod lands there before the Node is what the claim promised. A claim with no N
 
 DaemonSets first (docs/architecture.md#daemonsets-first): when a DaemonSet whose pod tolerates the
 unregistered taint will run on the Node, the labels and taints are synced with that taint kept, and the
-taint comes off once each such DaemonSet has its pod bound there (at most ``DAEMONSET_GRACE`` after the
-Node joined). Taking
-it off together with the labels let kube-scheduler fill the Node with pending pods before the DaemonSet
-controller had even made its pod (the labels are what its node selector matches), and the DaemonSet pod
-stayed Pending on a full Node (issue 14).
+taint comes off once each such DaemonSet has its pod bound there: at most ``DAEMONSET_GRACE`` after the
+Node joined while a DaemonSet has made no pod for it, at most ``DAEMONSET_POD_GRACE`` while its pod exists
+and waits for kube-scheduler. Taking it off together with the labels let kube-scheduler fill the Node with
+pending pods before the DaemonSet controller had even made its pod (the labels are what its node selector
+matches), and the DaemonSet pod stayed Pending on a full Node (issue 14).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kapstan.api.errors import ManifestError
 from kapstan.api.manifests import Manifests
 from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.indexes import NODE_NAME
+from kapstan.controllers.indexes import DAEMONSET_TARGET, NODE_NAME
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
@@ -43,6 +43,11 @@ DAEMONSET_GRACE = 30.0
 within seconds when the DaemonSet controller and kube-scheduler keep up; one that never comes (a DaemonSet
 whose pod does not fit) must not keep the Node from its pods for longer. Counted from the Node's creation,
 so a restarted operator does not wait again."""
+DAEMONSET_POD_GRACE = 120.0
+"""Seconds after a Node joined that its unregistered taint may stay for a DaemonSet pod that exists for it
+and is not bound yet. That pod waits in kube-scheduler's queue with every pending pod: a busy scheduler
+took a minute and more to reach it in bench.live (up7-kcm-qps: 67 agents starved when the taint came off at
+30 s), and a Node untainted before then fills up with the pods the scheduler reaches first."""
 DAEMONSET_POLL = 1.0
 """Seconds between looks while a Node waits for its DaemonSets (a pod binding is no NodeClaim event)."""
 
@@ -105,22 +110,24 @@ class Registration:
     ) -> bool:
         """Whether the unregistered taint stays for now: a DaemonSet whose pod tolerates ``taints`` (the
         unregistered one among them) will run on the synced Node and has no pod bound there yet, and the
-        Node joined less than the grace ago."""
+        Node joined less than the grace ago (the longer one once that pod exists)."""
         joined = Meta.of(node).created
-        if joined is None or self.steps.age(joined) >= DAEMONSET_GRACE:
+        age = self.steps.age(joined) if joined is not None else DAEMONSET_POD_GRACE
+        if age >= DAEMONSET_POD_GRACE:
             return False
         daemonsets = self._daemonsets()
         if not daemonsets:
             return False
         node_labels = {**Meta.of(node).labels, **labels}
         model_taints = [Taint(t["key"], t["effect"], t.get("value", "")) for t in taints]
-        there = {
-            f"{Meta.of(pod).namespace}/{owner.get('name')}"
-            for pod in self.steps.state.pods.store.by_index(NODE_NAME, node_name)
-            for owner in pod.get("metadata", {}).get("ownerReferences") or []
-            if owner.get("kind") == "DaemonSet"
-        }
-        return bool(daemonsets_to_come(node_labels, model_taints, daemonsets, there))
+        pods = self.steps.state.pods.store
+        there = _daemonsets_of(pods.by_index(NODE_NAME, node_name))
+        to_come = daemonsets_to_come(node_labels, model_taints, daemonsets, there)
+        if age < DAEMONSET_GRACE:
+            return bool(to_come)
+        made_for_it = pods.by_index(DAEMONSET_TARGET, node_name)
+        queued = _daemonsets_of(pod for pod in made_for_it if not pod.get("spec", {}).get("nodeName"))
+        return any(ds.name in queued for ds in to_come)
 
     def _daemonsets(self) -> list[DaemonSet]:
         """The DaemonSets as the snapshot sees them (one the models refuse is left out here, as the
@@ -150,6 +157,16 @@ class Registration:
                 offering_failed=True,
             )
         return Result(requeue_after=timeouts.poll)
+
+
+def _daemonsets_of(pods: Iterable[Object]) -> set[str]:
+    """The DaemonSets (namespace/name) owning some of ``pods``."""
+    return {
+        f"{Meta.of(pod).namespace}/{owner.get('name')}"
+        for pod in pods
+        for owner in pod.get("metadata", {}).get("ownerReferences") or []
+        if owner.get("kind") == "DaemonSet"
+    }
 
 
 def same_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
