@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from fake_cluster import world
 
 from kapstan.controllers.provisioner import Provisioner
-from kapstan.kube.client import Object
+from kapstan.kube.client import Object, Resource
+from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import PODS
 
 
@@ -59,3 +61,33 @@ def test_an_md_the_catalog_leaves_out_gets_the_event_on_itself_through_the_provi
     assert len(created) == 1, "the other MD still provisions"
     assert w.api.reasons("md-bare") == ["FlavorUnavailable"]
     assert w.api.reasons("md-c3-4") == []
+
+
+def test_a_plans_claims_are_created_at_once_and_one_failed_create_keeps_the_others() -> None:
+    """Issue 14: one create after the other, a 44-claim plan took 7 s before the first launch began."""
+    w = world()  # c3-4: 2 CPU, so each pod of 1500m is a claim of its own
+    provisioner = Provisioner(w.state, w.events, clock=w.clock)
+    for name in ("a", "b", "c"):
+        w.api.put(PODS, _pending(name, "1500m"))
+    create = w.api.create
+    calls, in_flight, most = 0, 0, 0
+
+    async def slow_create(resource: Resource, body: Object) -> Object:
+        nonlocal calls, in_flight, most
+        calls += 1
+        failing = calls == 2
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        if failing:
+            raise ApiError("the API server is gone", status=503)
+        return await create(resource, body)
+
+    w.api.create = slow_create  # type: ignore[method-assign]
+    with pytest.raises(ApiError):
+        asyncio.run(provisioner.provision())
+    assert most == 3, "the three creates overlap"
+    assert len(w.state.node_claims.store.objects()) == 2, "the failed create does not undo the others"
+    w.api.create = create  # type: ignore[method-assign]
+    assert len(asyncio.run(provisioner.provision())) == 1, "the next batch plans only the pod left"

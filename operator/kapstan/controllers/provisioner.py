@@ -57,6 +57,11 @@ PodNote = tuple[str, EventType, str, str]
 """An Event to write on a pod: its key, the Event's type, reason and message."""
 
 
+CREATES_AT_ONCE = 16
+"""NodeClaims of one plan created at the same time: one after the other, the 44 of a 1,000-pod plan took 7 s
+on a busy API server (0.16 s a create), all of it before the first launch could start."""
+
+
 @dataclass(frozen=True)
 class BatchWindow:
     idle: float = 1.0
@@ -213,12 +218,24 @@ class Provisioner:
     async def _create_claims(
         self, plan: Plan, snapshot: Snapshot, pools: dict[str, Object]
     ) -> tuple[list[Object], list[PodNote]]:
-        """One NodeClaim per planned node; the claims made, and a Nominated note for each of their pods."""
+        """One NodeClaim per planned node, ``CREATES_AT_ONCE`` at a time; the claims made, and a Nominated
+        note for each of their pods. A create that fails is raised once the others are done, so the claims
+        made are kept as the pods' claims and the next batch plans only the rest."""
+        gate = asyncio.Semaphore(CREATES_AT_ONCE)
+
+        async def create(claim: PlannedNodeClaim) -> Object:
+            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, claim.alternatives)
+            async with gate:
+                return await self.state.workload.create(NODECLAIMS, body)
+
+        results = await asyncio.gather(*(create(claim) for claim in plan.node_claims), return_exceptions=True)
         created = []
         notes: list[PodNote] = []
-        for claim in plan.node_claims:
-            body = nodeclaim_manifest(claim, pools[claim.node_pool], snapshot, claim.alternatives)
-            made = await self.state.workload.create(NODECLAIMS, body)
+        failure: BaseException | None = None
+        for claim, made in zip(plan.node_claims, results, strict=True):
+            if isinstance(made, BaseException):
+                failure = failure or made
+                continue
             created.append(made)
             metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()
             name = Meta.of(made).name
@@ -231,6 +248,9 @@ class Provisioner:
                 for key in claim.pods
             ]
             self._planned_on.update(dict.fromkeys(claim.pods, name))
+        if failure is not None:
+            self._pod_events(notes)
+            raise failure
         return created, notes
 
     def _nominate(self, plan: Plan) -> list[PodNote]:
