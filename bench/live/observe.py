@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kapstan.api.wellknown import INSTANCE_TYPE, LAUNCHED, NODEPOOL, PRICE_ANNOTATION
+from kapstan.api.wellknown import INSTANCE_TYPE, LAUNCHED, NODEPOOL, PRICE_ANNOTATION, REGISTERED
 from kapstan.capi import contract as c
 from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
@@ -78,6 +78,22 @@ def launch_latencies(claims: list[Object]) -> tuple[list[float], float]:
                 latencies.append(launched - epoch(claim["metadata"]["creationTimestamp"]))
                 last = max(last, launched)
     return latencies, last
+
+
+async def registration_latencies(client: Client, claims: list[Object], run: str) -> list[float]:
+    """Each registered claim's Node joined -> Registered seconds: how long registration kept the Node
+    tainted (for its DaemonSets' pods, docs/architecture.md#daemonsets-first)."""
+    nodes = await client.request("GET", NODES, params={"labelSelector": f"{RUN_LABEL}={run}"})
+    joined = {
+        node["metadata"]["name"]: epoch(node["metadata"]["creationTimestamp"]) for node in nodes["items"]
+    }
+    latencies = []
+    for claim in claims:
+        node = claim.get("status", {}).get("nodeName")
+        for condition in claim.get("status", {}).get("conditions") or []:
+            if condition["type"] == REGISTERED and condition["status"] == "True" and node in joined:
+                latencies.append(epoch(condition["lastTransitionTime"]) - joined[node])
+    return latencies
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -62,6 +62,7 @@ async def scale_up(
         say(f"T+{now:5.0f}s  claims {len(fleet.claims)}  running {running}/{pods}")
         await asyncio.sleep(interval)
     latencies, last_launched = observe.launch_latencies(fleet.claims)
+    registrations = await observe.registration_latencies(client, fleet.claims, run)
     return {
         "start": start,
         "end": time.time(),
@@ -70,6 +71,8 @@ async def scale_up(
         "allLaunchedSeconds": _round(last_launched - start) if last_launched else None,
         "launchP50Seconds": round(observe.percentile(latencies, 50), 1),
         "launchP90Seconds": round(observe.percentile(latencies, 90), 1),
+        "registrationP50Seconds": round(observe.percentile(registrations, 50), 1),
+        "registrationP90Seconds": round(observe.percentile(registrations, 90), 1),
         "halfRunningSeconds": _round(half),
         "allRunningSeconds": _round(everything),
         "running": fleet.running(),

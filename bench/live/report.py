@@ -40,6 +40,12 @@ def _batches(up: dict[str, Any]) -> str:
     return f"{len(batches)} solves, {sum(b['nodeClaims'] for b in batches)} claims opened{first}"
 
 
+def _registration(up: dict[str, Any]) -> str:
+    if "registrationP50Seconds" not in up:
+        return "not recorded"
+    return f"{up['registrationP50Seconds']:.0f} s / {up['registrationP90Seconds']:.0f} s"
+
+
 def _batch(batch: dict[str, Any]) -> str:
     flavors = ", ".join(f"{n} {f}" for f, n in sorted(batch["flavors"].items()))
     return f"T+{batch['seconds']:.0f} s: {batch['pods']} pods, {batch['nodeClaims']} claims" + (
@@ -72,6 +78,7 @@ ROWS: list[Row] = [
         "created -> Launched p50 / p90",
         lambda r: f"{r['scaleUp']['launchP50Seconds']:.0f} s / {r['scaleUp']['launchP90Seconds']:.0f} s",
     ),
+    ("Node joined -> Registered p50 / p90", lambda r: _registration(r["scaleUp"])),
     ("50% of pods Running", lambda r: _seconds(r["scaleUp"]["halfRunningSeconds"])),
     ("all pods Running", lambda r: _seconds(r["scaleUp"]["allRunningSeconds"])),
     ("nodes, live vs simulate", lambda r: _versus(r["scaleUp"]["nodes"], r["simulate"]["scaleUp"]["nodes"])),
@@ -153,7 +160,8 @@ Deployments to 70%, settled once the set of NodeClaims has not changed for 120 s
 (the phase gives up after 600 s); a run with `--no-scale-down` measures the scale-up only.
 
 How each figure is taken: times from the bench's polling (every 2 s during scale-up, 3 s after) and the
-NodeClaims' `Launched` condition times; "simulate" is `kapstan simulate` of the very manifests applied
+NodeClaims' `Launched` condition times (and `Registered`'s against their Node's creation, the time
+registration kept the unregistered taint for the DaemonSets); "simulate" is `kapstan simulate` of the very manifests applied
 (the file is written next to the sandbox); kapstan's API requests come from the kube-apiserver's audit
 log, with a policy that logs only kapstan's identity (the operator runs as ServiceAccount
 `kube-system/kapstan-bench`, bound to cluster-admin; watches still open at the end are not counted);
