@@ -11,7 +11,7 @@ from datetime import timedelta
 from builders import article_flavors, make_pod, snapshot
 from controllers.fake_cluster import POOL, World, world
 from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
-from kapstan.capi import LaunchBlocked, LaunchRequest, PreflightHold
+from kapstan.capi import InsufficientCapacity, LaunchBlocked, LaunchRequest, PreflightHold
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
@@ -170,6 +170,18 @@ def test_a_preflight_hold_fails_the_launch_at_once_and_the_offering_is_tried_aga
     _run(w, only)  # no other flavor: the claim goes at once, not at its launch timeout
     assert [write.name for write in w.api.writes_of("delete", "nodeclaims")] == [only]
     assert w.api.reasons(only) == ["LaunchFailed"]
+
+
+def test_a_full_md_keeps_its_offering_off_a_minute_at_a_time() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    for _ in range(3):  # the MD stays full through three launches; each refused before any write
+        w.provider.fail_next("create", InsufficientCapacity("md-c3-4 is at its max size 2"))
+        name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
+        _run(w, name)
+        assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+        assert "backed off for 60s more after 1 failed launch(es)" in w.state.backoff.blocked(BROKEN)
+        w.clock.advance(60)
+    assert w.state.backoff.blocked(BROKEN) == "", "a Machine of it went: tried again a minute later"
 
 
 def test_consolidation_plans_without_a_backed_off_offering() -> None:

@@ -4,7 +4,8 @@ An offering is one flavor in one zone with one capacity type, the unit a launch 
 (docs/architecture.md#offering-backoff). When a launch of it fails (its Machine failed, never launched or
 never registered in time, its MD was full), it is unavailable for a window that starts at one minute and
 doubles with each failure in a row up to thirty minutes; a launch that registers a Node resets it. A hold
-that CAPI lifts by itself (MachineSet preflight checks) keeps it off for one minute at a time.
+that lifts by itself (CAPI's MachineSet preflight checks, an MD at its max size) keeps it off for one
+minute at a time.
 Unavailable is what the snapshot already says of offerings nobody sells (``Offering.available``), so both
 engines plan the pods onto the next-cheapest compatible offering without knowing why. When the window is
 over, one launch may try the offering again; until that launch registers or fails, the offering stays
@@ -63,9 +64,10 @@ class OfferingBackoff:
     def failed(self, offering: OfferingKey, reason: str, *, hold: bool = False) -> float:
         """Record a failed launch of ``offering``; returns the seconds it is now unavailable for.
 
-        ``hold``: CAPI holds the launch and lifts the hold by itself (MachineSet preflight checks during a
-        control-plane upgrade): the offering is off for the first window only and the failures in a row
-        do not grow, so it is tried again about a minute after the upgrade ends, not up to thirty."""
+        ``hold``: the launch is held by a state that lifts by itself, at a time nobody can tell (CAPI's
+        MachineSet preflight checks during a control-plane upgrade, an MD at its max size until one of its
+        Machines goes): the offering is off for the first window only and the failures in a row do not
+        grow, so it is tried again about a minute after the hold lifts, not up to thirty."""
         before = self._failing.get(offering)
         if hold:
             failures = before.failures if before else 1

@@ -4,7 +4,7 @@ The flavors are tried in the claim's order (the one on its label first, it may h
 then the ranked alternatives of its requirement); a full MD (``InsufficientCapacity``) or a missing one
 moves on to the next, and so does an offering backed off after failed launches (``controllers/offerings.py``;
 a full MD backs its offering off too, and so does CAPI blocking its scale-up or its MachineSet preflight
-checks holding it, the last for a minute at a time); a paused MD or a Machine that did not appear is retried later. The call is
+checks holding it; a full MD and a hold for a minute at a time); a paused MD or a Machine that did not appear is retried later. The call is
 idempotent (the claim is written on the Machine), so a retry after a crash finds the same Machine.
 """
 
@@ -87,7 +87,8 @@ class Launch:
                 machine = await self.provider.create(LaunchRequest(name, source, wait=left))
             except (InsufficientCapacity, LaunchBlocked) as error:
                 refused.append(str(error))
-                hold = isinstance(error, PreflightHold)
+                # Both end by themselves, when CAPI's checks pass or a Machine of the MD goes.
+                hold = isinstance(error, PreflightHold | InsufficientCapacity)
                 await self.steps.offering_failed(claim, offering, str(error), hold=hold)
                 continue
             except NotFound as error:
