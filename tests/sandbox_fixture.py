@@ -20,11 +20,12 @@ from kapstan.local.sandbox import Sandbox, running
 SKIP_ENV = "KAPSTAN_SKIP_SANDBOX"
 
 
-def _session(tmp: Path, two_clusters: bool) -> Iterator[Sandbox]:
+def session(tmp: Path, two_clusters: bool, audit_policy: Path | None = None) -> Iterator[Sandbox]:
+    """A sandbox under ``tmp`` for the session (``audit_policy``: its API servers audit with it)."""
     if os.environ.get(SKIP_ENV) == "1":
         pytest.skip(f"sandbox disabled by {SKIP_ENV}=1")
     try:
-        with running(tmp / "sandbox", two_clusters=two_clusters) as sandbox:
+        with running(tmp / "sandbox", two_clusters=two_clusters, audit_policy=audit_policy) as sandbox:
             yield sandbox
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -33,10 +34,10 @@ def _session(tmp: Path, two_clusters: bool) -> Iterator[Sandbox]:
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """One API server that is both management and workload cluster."""
-    yield from _session(tmp_path_factory.mktemp("kapstan-local"), two_clusters=False)
+    yield from session(tmp_path_factory.mktemp("kapstan-local"), two_clusters=False)
 
 
 @pytest.fixture(scope="session")
 def two_cluster_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """Separate management and workload API servers."""
-    yield from _session(tmp_path_factory.mktemp("kapstan-local-2"), two_clusters=True)
+    yield from session(tmp_path_factory.mktemp("kapstan-local-2"), two_clusters=True)

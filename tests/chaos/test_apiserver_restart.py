@@ -1,15 +1,20 @@
 """Scenario 5: the kube-apiserver killed and restarted during a 50-pod scale-up. kapstan resyncs (a
 NodePool created after the restart gets its status from kapstan within 30 s), keeps running (no crash, no
-restart of its process) and ends where a clean run of the same scale-up ends: the same Machines, all
-claimed, every pod Running."""
+restart of its process), ends where a clean run of the same scale-up ends (the same Machines, all claimed,
+every pod Running), and its watches and lists after the restart stay bounded: kapstan runs as a
+ServiceAccount the sandbox's audit policy logs (``bench.live.audit``), and the watches and lists it sends
+in the minute after the server answers again are counted, beside the same minute of the clean run."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
+from bench.live import audit
 
 from chaos.chaos_helpers import figure, leaks, running_pods, seconds_until
 from chaos.report import record
@@ -19,10 +24,21 @@ from kapstan.controllers import conditions as cond
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODEPOOLS
 from kapstan.local import Sandbox, article
+from kapstan.local.apply import apply
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.chaos]
 
 PODS = 50
+WINDOW = 60.0
+"""Seconds after the server answers again (in the clean run: after the first NodeClaim) whose watches and
+lists are counted."""
+WATCHES = 3
+"""The bound on kapstan's watches of any one resource in ``WINDOW`` after the restart: each informer's watch
+ends with the server and starts again once, maybe again while the restarted server answers 429 and 404
+for a few seconds (retried with backoff); a reconnect loop without backoff would send hundreds."""
+LISTS_PER_SECOND = 2.0
+"""The bound on kapstan's lists per second over ``WINDOW``: the informers' relists and the launch rounds'
+reads of an MD's Machines (about one a second while launches wait)."""
 RESYNC = 30.0
 """The issue's bar: seconds from the API server answering again to kapstan acting on what changed."""
 SCALE_UP = 420.0
@@ -40,11 +56,20 @@ class ScaleUp:
     away: float = 0.0
     """Seconds the API server was gone (0 in the clean run)."""
     resync: float | None = None
+    watches: list[tuple[float, str]] = field(default_factory=list)
+    """Each watch kapstan started in the ``WINDOW`` counted: when it was received (epoch s), of what."""
+    lists: list[tuple[float, str]] = field(default_factory=list)
+
+    @property
+    def most_watches(self) -> int:
+        """The most watches of one resource."""
+        return max(Counter(resource for _, resource in self.watches).values(), default=0)
 
 
-def _scale_up(e2e: E2E, sandbox: Sandbox | None) -> ScaleUp:
-    """50 pods of 900m on c3-16 nodes (8 a node, whatever the batches: one flavor, one shape); with
-    ``sandbox``, its API server is restarted once the first NodeClaim exists."""
+def _scale_up(e2e: E2E, sandbox: Sandbox, *, restart: bool) -> ScaleUp:
+    """50 pods of 900m on c3-16 nodes (8 a node, whatever the batches: one flavor, one shape), kapstan
+    running as the audited ServiceAccount; with ``restart``, the API server is restarted once the first
+    NodeClaim exists."""
     run = e2e.run
     ns = run.namespace
     e2e(
@@ -53,15 +78,17 @@ def _scale_up(e2e: E2E, sandbox: Sandbox | None) -> ScaleUp:
             [article.deployment("inflate", ns, run.id, PODS, "900m")],
         )
     )
-    operator = run.start_operator()
+    operator = run.start_operator(kubeconfig=_audited_identity(e2e))
 
     async def claimed() -> bool:
         return len(await run.claims()) >= 1
 
     e2e(run.wait_for("the first NodeClaim", claimed, 180))
     away, resync = 0.0, None
-    if sandbox is not None:
+    if restart:
         away = sandbox.restart_apiserver(down_for=5.0)
+    counted_from = time.time()
+    if restart:
         resync = _resync(e2e)
 
     async def all_running() -> bool:
@@ -75,7 +102,25 @@ def _scale_up(e2e: E2E, sandbox: Sandbox | None) -> ScaleUp:
     e2e(seconds_until(clean, SETTLE))
     left = e2e(leaks(run))
     machines = len(e2e(run.machines()))
-    return ScaleUp(running, machines, left, operator.running and len(run.operators) == 1, away, resync)
+    alive = operator.running and len(run.operators) == 1
+    time.sleep(max(0.0, counted_from + WINDOW + 1.0 - time.time()))  # the window over, its requests logged
+    assert sandbox.audit is not None, "the chaos sandbox audits kapstan's ServiceAccount"
+    seen = audit.watches_and_lists(sandbox.audit.log_of("sandbox"), counted_from, counted_from + WINDOW)
+    return ScaleUp(running, machines, left, alive, away, resync, seen["watch"], seen["list"])
+
+
+def _audited_identity(e2e: E2E) -> Path:
+    """A kubeconfig of the ServiceAccount the audit policy logs, bound to cluster-admin: the scenario
+    measures load, not RBAC."""
+    wl, _ = e2e.run.clients
+    e2e(apply(wl, [audit.cluster_admin_binding()]))
+    return e2e.run.sandbox.service_account_kubeconfig(audit.NAMESPACE, audit.SERVICE_ACCOUNT)
+
+
+def _peak(requests: list[tuple[float, str]]) -> int:
+    """The most requests received within any one second."""
+    times = [t for t, _ in requests]
+    return max((sum(1 for t in times if start <= t < start + 1.0) for start in times), default=0)
 
 
 def _resync(e2e: E2E) -> float | None:
@@ -123,19 +168,22 @@ def test_an_api_server_restart_mid_scale_up_resyncs_and_ends_as_a_clean_run(
     chaos: E2E, sandbox: Sandbox, request: pytest.FixtureRequest
 ) -> None:
     with contextlib.contextmanager(harness)(sandbox, request) as clean_run:
-        clean = _scale_up(clean_run, None)
-    hit = _scale_up(chaos, sandbox)
+        clean = _scale_up(clean_run, sandbox, restart=False)
+    hit = _scale_up(chaos, sandbox, restart=True)
     resynced = hit.resync is not None and hit.resync <= RESYNC
     same = hit.machines == clean.machines
-    passed = resynced and hit.running is not None and same and not hit.leaks and hit.alive
+    bounded = hit.most_watches <= WATCHES and len(hit.lists) <= LISTS_PER_SECOND * WINDOW
+    passed = resynced and hit.running is not None and same and not hit.leaks and hit.alive and bounded
     record(
         "kube-apiserver restarted during a 50-pod scale-up",
         "kapstan resyncs within 30 s, keeps running (no crash), ends with the Machines of a clean run, "
-        "all claimed, all pods Running",
+        f"all claimed, all pods Running; in the {WINDOW:.0f} s after the restart at most {WATCHES} watches "
+        f"of any one resource and {LISTS_PER_SECOND:.0f} lists a second (audit log)",
         f"API server away {hit.away:.0f} s; resync {figure(hit.resync, RESYNC + 60)}; all Running after "
         f"{figure(hit.running, SCALE_UP)} (clean run: {figure(clean.running, SCALE_UP)}); {hit.machines} "
         f"Machines ({clean.machines} in the clean run); operator {'kept running' if hit.alive else 'exited'}; "
-        f"{'; '.join(hit.leaks) or 'no leak'}",
+        f"{'; '.join(hit.leaks) or 'no leak'}; {_rates(hit)} ({_rates(clean)} in the clean run's minute "
+        "after its first NodeClaim)",
         passed,
     )
     assert clean.running is not None and not clean.leaks, f"the clean run did not settle: {clean}"
@@ -144,3 +192,15 @@ def test_an_api_server_restart_mid_scale_up_resyncs_and_ends_as_a_clean_run(
     assert same, f"{hit.machines} Machines after the restart, {clean.machines} in a clean run"
     assert not hit.leaks
     assert hit.alive, "the operator exited"
+    assert hit.most_watches <= WATCHES, f"{_rates(hit)}: more than {WATCHES} watches of one resource"
+    assert len(hit.lists) <= LISTS_PER_SECOND * WINDOW, f"{_rates(hit)}: more than {LISTS_PER_SECOND} lists/s"
+
+
+def _rates(scale_up: ScaleUp) -> str:
+    watches, lists = scale_up.watches, scale_up.lists
+    return (
+        f"{len(watches)} watches ({len(watches) / WINDOW:.2f}/s, at most {_peak(watches)} in one second, "
+        f"{scale_up.most_watches} of one resource) "
+        f"and {len(lists)} lists ({len(lists) / WINDOW:.2f}/s, at most {_peak(lists)} in one second) "
+        f"in {WINDOW:.0f} s"
+    )

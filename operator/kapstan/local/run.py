@@ -105,13 +105,16 @@ class KapstanRun:
             raise
         return str(lease.get("spec", {}).get("holderIdentity") or "")
 
-    def start_operator(self, *extra_args: str, name: str | None = None) -> OperatorProcess:
+    def start_operator(
+        self, *extra_args: str, name: str | None = None, kubeconfig: Path | None = None
+    ) -> OperatorProcess:
+        """``kubeconfig``: the identity to run as on both sides (default: the sandbox's admin)."""
         operator = OperatorProcess(
             directory=Path(self.sandbox.directory),
             name=name or f"kapstan-{self.id}-{len(self.operators)}",
             cluster=f"{self.namespace}/{self.cluster}",
-            workload_kubeconfig=self.sandbox.workload_kubeconfig,
-            management_kubeconfig=self.sandbox.management_kubeconfig,
+            workload_kubeconfig=kubeconfig or self.sandbox.workload_kubeconfig,
+            management_kubeconfig=kubeconfig or self.sandbox.management_kubeconfig,
             lease=f"kapstan-{self.id}",
             extra_args=extra_args,
         ).start()

@@ -272,7 +272,9 @@ def _index(items: list[str], name: str) -> int:
 
 
 @contextlib.contextmanager
-def running(directory: Path | None = None, two_clusters: bool = False) -> Iterator[Sandbox]:
+def running(
+    directory: Path | None = None, two_clusters: bool = False, audit_policy: Path | None = None
+) -> Iterator[Sandbox]:
     """A sandbox for the duration of a ``with`` block, torn down however the block ends: normally, on an
     exception or Ctrl-C inside it, when start-up fails (``up`` tears itself down), and, as a last resort,
     at interpreter exit (a process that exits without unwinding the block must not leave servers behind).
@@ -280,7 +282,7 @@ def running(directory: Path | None = None, two_clusters: bool = False) -> Iterat
     tmp = directory is None
     root = Path(tempfile.mkdtemp(prefix="kapstan-local-")) / "sandbox" if tmp else directory
     assert root is not None
-    sandbox = Sandbox(root, two_clusters=two_clusters)
+    sandbox = Sandbox(root, two_clusters=two_clusters, audit_policy=audit_policy)
     atexit.register(sandbox.down)  # idempotent, so running it again after the block is harmless
     sandbox.up()  # tears itself down if start-up fails
     try:
