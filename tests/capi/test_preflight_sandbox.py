@@ -17,14 +17,12 @@ from capi.capi_sandbox import machine_names, md_of, new_pool, run_on_sandbox
 from kapstan.capi import LaunchRequest, PreflightHold
 from kapstan.capi import contract as c
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
-from kapstan.kube.client import Client, Resource
+from kapstan.kube.client import Client
 from kapstan.local import Sandbox
-from kapstan.local.build import KUBERNETES_VERSION
-from kapstan.local.manifests import CONTROL_PLANE
+from kapstan.local.manifests import TEST_CONTROL_PLANES, a_minor_ahead
 
 pytestmark = pytest.mark.sandbox
 
-CONTROL_PLANES = Resource(*CONTROL_PLANE.split("/"), "testcontrolplanes", "TestControlPlane")
 HELD_WITHIN = 45.0
 """Seconds a held launch may take to fail: the MachineSet's first reconcile after the scale-up, on a
 loaded machine (it answers within a second or two on a quiet one); the launch timeout would be 300."""
@@ -33,13 +31,8 @@ UPGRADED_WITHIN = 90.0
 (CAPI asks again every 15 s) to pass."""
 
 
-def _minor_ahead(version: str) -> str:
-    major, minor, _ = version.lstrip("v").split(".")
-    return f"v{major}.{int(minor) + 1}.0"
-
-
 def test_a_preflight_hold_fails_the_launch_at_once_and_ends_with_the_upgrade(sandbox: Sandbox) -> None:
-    ahead = _minor_ahead(KUBERNETES_VERSION)
+    ahead = a_minor_ahead()
 
     async def scenario(client: Client, provider: MachineDeploymentProvider) -> None:
         source = await new_pool(client, "preflight", version=ahead)
@@ -53,7 +46,7 @@ def test_a_preflight_hold_fails_the_launch_at_once_and_ends_with_the_upgrade(san
         assert await machine_names(client, source) == []
 
         upgrade = {"spec": {"version": ahead}}
-        await client.patch(CONTROL_PLANES, "c", upgrade, namespace=source.namespace)
+        await client.patch(TEST_CONTROL_PLANES, "c", upgrade, namespace=source.namespace)
         deadline = time.monotonic() + UPGRADED_WITHIN
         while True:  # until the control plane reports the new version and the MachineSet checks again
             try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kapstan.api.wellknown import CLUSTER_NAME_LABEL, DEPLOYMENT_NAME_LABEL
+from kapstan.kube.client import Resource
 from kapstan.local.build import KUBERNETES_VERSION
 
 CAPI = "cluster.x-k8s.io/v1beta2"
@@ -18,6 +19,11 @@ INFRA = "infrastructure.kapstan.dev/v1alpha1"
 CONTROL_PLANE = "controlplane.kapstan.dev/v1alpha1"
 
 Manifest = dict[str, Any]
+
+TEST_CONTROL_PLANES = Resource(
+    "controlplane.kapstan.dev", "v1alpha1", "testcontrolplanes", "TestControlPlane"
+)
+"""The test provider's control planes, whose ``spec.version`` is the control plane's version."""
 
 
 def _group(api_version: str) -> str:
@@ -29,6 +35,13 @@ def _meta(name: str, namespace: str, labels: dict[str, str] | None = None) -> di
     if labels:
         meta["labels"] = dict(labels)
     return meta
+
+
+def a_minor_ahead(version: str = KUBERNETES_VERSION) -> str:
+    """The Kubernetes version one minor above ``version``: Machines of it are skewed from a control plane
+    at ``version``, which CAPI's MachineSet preflight checks refuse to create (tests of those holds)."""
+    major, minor, _ = version.lstrip("v").split(".")
+    return f"v{major}.{int(minor) + 1}.0"
 
 
 def flavor_template(
