@@ -70,6 +70,8 @@ def test_a_full_md_makes_the_launch_fall_back_to_the_next_ranked_flavor() -> Non
     assert launched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
     assert cond.is_true(launched, LAUNCHED)
     assert w.api.reasons(launched["metadata"]["name"]) == ["FlavorFallback", LAUNCHED]
+    fallback = next(e for e in w.api.events if e["reason"] == "FlavorFallback")
+    assert fallback["message"] == "launching c3-8 instead of c3-4: md-c3-4 is at its max size"
 
 
 def test_a_paused_md_is_retried_until_the_launch_timeout_then_the_claim_is_deleted() -> None:

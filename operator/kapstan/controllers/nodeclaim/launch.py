@@ -80,7 +80,7 @@ class Launch:
             if flavor != labels.get(INSTANCE_TYPE):
                 # Record the flavor before launching it: a restarted operator must look for the Machine in
                 # this flavor's MD, not start another one in the first choice's.
-                claim = await self._switch_flavor(claim, flavors, flavor)
+                claim = await self._switch_flavor(claim, flavors, flavor, refused)
             # The wait for a Machine is bounded by what is left of the launch timeout.
             left = max(timeouts.launch - self.steps.age(Meta.of(claim).created), 0.0)
             try:
@@ -101,7 +101,10 @@ class Launch:
             return await self._launched(claim, machine, source, flavors.get(flavor))
         return await self.steps.give_up(claim, "LaunchFailed", "; ".join(refused) or "no flavor to launch")
 
-    async def _switch_flavor(self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str) -> Object:
+    async def _switch_flavor(
+        self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str, why: list[str]
+    ) -> Object:
+        """Relabel the claim for ``flavor``; its Event says why the flavors before it were passed over."""
         claim_meta = Meta.of(claim)
         labels = claim_meta.labels
         before, after = flavors.get(labels.get(INSTANCE_TYPE, "")), flavors.get(flavor)
@@ -109,7 +112,10 @@ class Launch:
         patch_labels.update(after.labels if after else {})
         patch_labels[INSTANCE_TYPE] = flavor
         await self.steps.events.emit(
-            claim, "Normal", "FlavorFallback", f"launching {flavor} instead of {labels.get(INSTANCE_TYPE)}"
+            claim,
+            "Normal",
+            "FlavorFallback",
+            f"launching {flavor} instead of {labels.get(INSTANCE_TYPE)}: {'; '.join(why)}",
         )
         prices = [
             offering.price
