@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,24 +33,47 @@ POOL_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=256, k
 """Connections kept open to one API server: as many as requests run at once, idle ones for 5 minutes."""
 
 
+REAUTHENTICATIONS_WAITED = 100
+"""How many reauthentications in a row a new session waits out before it gives up on finding a server."""
+
+
 class _PooledApi(_Kr8sApi):
     """kr8s's API object with a connection pool of ``POOL_LIMITS`` (kr8s builds its httpx client with
-    httpx's defaults and offers no way to pass limits)."""
+    httpx's defaults and offers no way to pass limits), and a session never made without a server.
+
+    kr8s answers a 401 or 403 by reloading the credentials and making a new session; the reload empties
+    the server while it reads the kubeconfig, and kr8s's own session maker reads the server without the
+    credentials' lock. A restarted API server answers 403 to a ServiceAccount for a moment (its RBAC
+    cache is empty): so another request making its session during one of those reloads made one with no
+    base URL, and every request after it failed ("Request URL is missing an 'http://' or 'https://'
+    protocol"; chaos scenario 5, where the leader lost its Lease so and exited). Here the session is made
+    only once the credentials' lock is free and the server is back."""
 
     async def _create_session(self) -> None:
-        await super()._create_session()
-        defaults = self._session
-        assert defaults is not None
+        if self._session:
+            with suppress(RuntimeError):
+                await self._session.aclose()
+            self._session = None
+        verify = await self.auth.ssl_context()  # type: ignore[no-untyped-call]  # waits out a reload
+        for _ in range(REAUTHENTICATIONS_WAITED):
+            if self.auth.server:
+                break
+            verify = await self.auth.ssl_context()  # type: ignore[no-untyped-call]
+        if not self.auth.server:
+            raise ValueError("no API server in the credentials after reloading them")
+        # No await from here on: the server, token and TLS settings are those of one load.
+        headers = {"User-Agent": self.__version__, "content-type": "application/json"}
+        if self.auth.token:
+            headers["Authorization"] = f"Bearer {self.auth.token}"
         self._session = httpx.AsyncClient(
-            base_url=defaults.base_url,
-            headers=defaults.headers,
-            verify=await self.auth.ssl_context(),  # type: ignore[no-untyped-call]
-            timeout=defaults.timeout,
+            base_url=self.auth.server,
+            headers=headers,
+            verify=verify,
+            timeout=self._timeout,
             follow_redirects=True,
             proxy=self.auth.proxy,
             limits=POOL_LIMITS,
         )
-        await defaults.aclose()  # never used: no connection was opened on it
 
 
 @dataclass(frozen=True)
