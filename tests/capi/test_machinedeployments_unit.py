@@ -265,14 +265,21 @@ def test_a_credential_that_may_not_list_machinesets_launches_as_before() -> None
     api.stamp = False
     listing = api.request
 
+    forbidden_lists = 0
+
     async def forbidden(method: str, resource: Resource, **kwargs: Any) -> Object:
+        nonlocal forbidden_lists
         if resource.plural == "machinesets":
+            forbidden_lists += 1
             raise ApiError("GET machinesets: forbidden", status=403)
         return await listing(method, resource, **kwargs)
 
     api.request = forbidden  # type: ignore[method-assign]
-    with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
-        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+    provider = _provider(api)
+    for nodeclaim in "ab":
+        with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
+            asyncio.run(provider.create(LaunchRequest(nodeclaim, SOURCE)))
+    assert forbidden_lists == 1, "asked once: each 403 makes kr8s reload the credentials"
 
 
 def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:

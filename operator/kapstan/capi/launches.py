@@ -108,7 +108,7 @@ class CoalescedLaunches:
         self._poll_interval = poll_interval
         self._queues: dict[MdKey, _Queue] = {}
         self._rounds = asyncio.Semaphore(ROUNDS_AT_ONCE)
-        self._told_forbidden = False
+        self._machinesets_forbidden = False
         cache.machines.add_handler(self._on_machine)
         cache.machine_deployments.add_handler(self._on_machine_deployment)
 
@@ -223,6 +223,8 @@ class CoalescedLaunches:
 
     async def _preflight_hold(self, namespace: str, md_name: str) -> str:
         """Why one of the MD's MachineSets holds Machine creation on its preflight checks, or ""."""
+        if self._machinesets_forbidden:
+            return ""
         selector = f"{c.DEPLOYMENT_NAME_LABEL}={md_name}"
         try:
             machine_sets = await self._api.list(c.MACHINESETS, namespace, selector)
@@ -230,12 +232,10 @@ class CoalescedLaunches:
             if error.status != FORBIDDEN:
                 raise
             # A management Role from before kapstan read MachineSets: launch as before (a hold then ends
-            # at the launch timeout) rather than fail every launch.
-            if not self._told_forbidden:
-                log.warning(
-                    "cannot list MachineSets: preflight holds are not seen", extra={"error": str(error)}
-                )
-                self._told_forbidden = True
+            # at the launch timeout) rather than fail every launch, and do not ask again, since kr8s
+            # answers each 403 by reloading the credentials and replacing the client's connections.
+            log.warning("cannot list MachineSets: preflight holds are not seen", extra={"error": str(error)})
+            self._machinesets_forbidden = True
             return ""
         for machine_set in machine_sets:
             held = c.creation_held(machine_set)
