@@ -32,10 +32,12 @@ PODS = 50
 WINDOW = 60.0
 """Seconds after the server answers again (in the clean run: after the first NodeClaim) whose watches and
 lists are counted."""
-WATCHES = 3
-"""The bound on kapstan's watches of any one resource in ``WINDOW`` after the restart: each informer's watch
-ends with the server and starts again once, maybe again while the restarted server answers 429 and 404
-for a few seconds (retried with backoff); a reconnect loop without backoff would send hundreds."""
+WATCHES = 10
+"""The bound on kapstan's watches of any one resource in ``WINDOW`` after the restart. Each informer's
+watch ends with the server and starts again, a few times while the restarted server answers 429, 404 and
+403 for some seconds (kr8s answers a 403 by replacing the client's connections, which ends the other
+watches too); runs saw 2 and 3. Informers retry with backoff (0.8 s doubling), so even one failing for the
+whole minute would send about 7; a reconnect loop without backoff would send hundreds."""
 LISTS_PER_SECOND = 2.0
 """The bound on kapstan's lists per second over ``WINDOW``: the informers' relists and the launch rounds'
 reads of an MD's Machines (about one a second while launches wait)."""
@@ -86,7 +88,10 @@ def _scale_up(e2e: E2E, sandbox: Sandbox, *, restart: bool) -> ScaleUp:
     e2e(run.wait_for("the first NodeClaim", claimed, 180))
     away, resync = 0.0, None
     if restart:
-        away = sandbox.restart_apiserver(down_for=5.0)
+        # Killed, then started again 2 s later: away 4-9 s on the shared machine, as it starts. An outage
+        # past the leader's renew deadline (10 s) makes the leader step down and exit, by design (as
+        # Karpenter's), for its Deployment to restart: another scenario than a restart.
+        away = sandbox.restart_apiserver(down_for=2.0)
     counted_from = time.time()
     if restart:
         resync = _resync(e2e)
