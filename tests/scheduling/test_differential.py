@@ -7,6 +7,7 @@ import pytest
 from bench import exact_instances
 from hypothesis import given, settings
 
+from kapstan.bench.workloads import capi_catalog
 from kapstan.scheduling import ENGINES, solve
 from kapstan.scheduling.model import Plan, Snapshot
 from kapstan.scheduling.validator import validate
@@ -56,3 +57,13 @@ def test_rust_equals_python_when_constrained_claims_are_repacked(snap: Snapshot)
     """Zone-spread, zone-affine and anti-affine groups with a pricey large flavor: the cost pass re-packs
     claims holding constrained pods, and both engines re-pack them alike (issue 17)."""
     assert_same_plan(snap)
+
+
+# CAPI-catalog batches of 150 pods on which the mixed-flavor move is kept (general-purpose and
+# CPU-optimised flavors together), chosen among seeds 1-12.
+MIXED_SEEDS = (2, 5, 8, 10, 11)
+
+
+@pytest.mark.parametrize("seed", MIXED_SEEDS)
+def test_rust_equals_python_through_the_mixed_flavor_move(seed: int) -> None:
+    assert_same_plan(capi_catalog(150, seed=seed))

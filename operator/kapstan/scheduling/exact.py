@@ -99,7 +99,7 @@ def _probe(
     scheduler: Scheduler, view: int, first: Checks, flavor: str, second: Checks | None
 ) -> Claim | None:
     """A claim of the column holding the first pod (and the second, if given); the caller takes it off."""
-    opened = scheduler.open_claim(scheduler.pools[view], first, restrict=flavor)
+    opened = scheduler.open_claim(scheduler.pools[view], first, restrict=frozenset((flavor,)))
     if not isinstance(opened, Claim):
         return None
     if second is not None and scheduler.try_claim(opened, second) is not None:

@@ -25,6 +25,8 @@ from kapstan.scheduling.anchored import (
     is_constrained,
 )
 from kapstan.scheduling.greedy import Checks, Scheduler, biggest_first
+from kapstan.scheduling.greedy.order import interleaved
+from kapstan.scheduling.mixed import mixed_groups, split
 from kapstan.scheduling.model import ZONE, Pod
 from kapstan.scheduling.targets import Claim, Flavor
 
@@ -78,6 +80,7 @@ def improve(scheduler: Scheduler) -> None:
     budget = Budget(min(PLACEMENTS_PER_POD * len(scheduler.snapshot.pods) + BASE_PLACEMENTS, MAX_PLACEMENTS))
     groups = constrained_groups(scheduler)
     floors = Floors(scheduler)
+    _mix(scheduler, groups, floors, budget)
     improved = True
     while improved and budget.left > 0:
         improved = False
@@ -93,6 +96,18 @@ def improve(scheduler: Scheduler) -> None:
                 scheduler, claims, budget, groups, floors
             ):
                 improved = True
+
+
+def _mix(scheduler: Scheduler, groups: set[int], floors: Floors, budget: Budget) -> None:
+    """The mixed-flavor move (mixed.py) once over the greedy plan's unconstrained claims, before the
+    other moves: they then polish its claims, where a mix tried after them must beat claims they
+    already packed tight in one resource, and rarely does."""
+    free = [c for c in scheduler.claims if not any(is_constrained(scheduler, p, groups) for p in c.pods)]
+    for claims in mixed_groups(free):
+        if budget.left <= 0:
+            break
+        if all(c in scheduler.claims for c in claims):
+            _repack_mixed(scheduler, claims, budget, floors)
 
 
 def _moves(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
@@ -168,16 +183,17 @@ def put_back(scheduler: Scheduler, claims: tuple[Claim, ...]) -> None:
 def _replace(
     scheduler: Scheduler,
     order: list[Pod],
-    restrict: str | None,
+    restrict: frozenset[str] | None,
     budget: Budget,
     anchored: dict[str, Checks],
     floors: Floors,
     ceiling: float = math.inf,
+    spent: float = 0.0,
 ) -> list[Claim] | None:
-    """Place the pods (biggest first, as `_repack` sorted them) on new claims only, held to `restrict`
-    where it fits (and anchored pods to their domains); None (and nothing left behind) when some pod
-    cannot be placed, or as soon as the new claims cost `ceiling` or more: claims only grow and
-    multiply, so such a move could no longer be kept."""
+    """Place the pods (biggest first, as `_repack` sorted them) on new claims only, held to the flavors
+    of `restrict` where they fit (and anchored pods to their domains); None (and nothing left behind)
+    when some pod cannot be placed, or as soon as the new claims and what the move `spent` before them
+    cost `ceiling` or more: claims only grow and multiply, so such a move could no longer be kept."""
     created: list[Claim] = []
     for pod in order:
         budget.spend(1)
@@ -185,7 +201,7 @@ def _replace(
         if not any(scheduler.try_claim(claim, checks) is None for claim in created):
             # A new claim costs at least the pod's floor: when that reaches the ceiling, give the move up
             # before opening it, as the check after opening would (the same placements spent).
-            if sum(c.price for c in created) + floors.of(pod) >= ceiling:
+            if spent + sum(c.price for c in created) + floors.of(pod) >= ceiling:
                 take_off(scheduler, created)
                 return None
             opened = _open(scheduler, checks, restrict)
@@ -193,13 +209,13 @@ def _replace(
                 take_off(scheduler, created)
                 return None
             created.append(opened)
-        if sum(c.price for c in created) >= ceiling:
+        if spent + sum(c.price for c in created) >= ceiling:
             take_off(scheduler, created)
             return None
     return created
 
 
-def _open(scheduler: Scheduler, checks: Checks, restrict: str | None) -> Claim | None:
+def _open(scheduler: Scheduler, checks: Checks, restrict: frozenset[str] | None) -> Claim | None:
     """A new claim for the pod from the first pool that takes it, held to `restrict` if any can be."""
     for flavor in dict.fromkeys([restrict, None]):
         for view in scheduler.pools:
@@ -222,8 +238,9 @@ def _repack(
     anchored = anchored_checks(scheduler, claims, groups)
     counts = constrained_counts(scheduler, pods, groups) if anchored else None
     take_off(scheduler, claims)
-    best: tuple[float, str | None] | None = None
-    for restrict in strategies:
+    best: tuple[float, frozenset[str] | None] | None = None
+    for name in strategies:
+        restrict = None if name is None else frozenset((name,))
         if budget.left <= 0:
             break
         ceiling = before - SAVING if best is None else min(before - SAVING, best[0])
@@ -236,6 +253,45 @@ def _repack(
         if kept and cost < before - SAVING and (best is None or cost < best[0]):
             best = (cost, restrict)
     if best is None or _replace(scheduler, order, best[1], budget, anchored, floors) is None:
+        put_back(scheduler, claims)
+        return False
+    return True
+
+
+def _repack_mixed(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, floors: Floors) -> bool:
+    """The mixed-flavor move (mixed.py): its two parts placed one after the other, each on claims of its
+    own, kept only when all of them cost strictly less than the claims they replace."""
+    pods = [p for c in claims for p in c.pods]
+    parts = split(claims, pods) if pods else None
+    if parts is None:
+        return False
+    ceiling = sum(c.price for c in claims) - SAVING
+    take_off(scheduler, claims)
+    rich = _replace(
+        scheduler,
+        interleaved(parts.cpu_rich),
+        parts.cpu_rich_flavors,
+        budget,
+        {},
+        floors,
+        ceiling,
+    )
+    if rich is None:
+        put_back(scheduler, claims)
+        return False
+    spent = sum(c.price for c in rich)
+    rest = _replace(
+        scheduler,
+        interleaved(parts.rest),
+        parts.rest_flavors,
+        budget,
+        {},
+        floors,
+        ceiling,
+        spent,
+    )
+    if rest is None:
+        take_off(scheduler, rich)
         put_back(scheduler, claims)
         return False
     return True

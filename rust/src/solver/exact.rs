@@ -143,7 +143,9 @@ fn probe(
     flavor: &str,
     second: Option<&Checks>,
 ) -> Option<usize> {
-    let at = s.open_claim(view, first, Some(flavor)).ok()?;
+    let at = s
+        .open_claim(view, first, Some(std::slice::from_ref(&flavor)))
+        .ok()?;
     let index = s.claims[at].index;
     if let Some(second) = second {
         if s.try_claim(at, second, false).is_err() {

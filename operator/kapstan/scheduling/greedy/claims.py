@@ -32,9 +32,9 @@ class Claiming(Settling):
     """`_starting_flavors` by pool, requirements and what of the pod decides them."""
 
     def _starting_flavors(
-        self, view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: str | None
+        self, view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: frozenset[str] | None
     ) -> list[Flavor]:
-        """The pool's flavors a new claim for the pod can start from: held to `restrict`, compatible with
+        """The pool's flavors a new claim for the pod can start from: held to `restrict`'s flavors, compatible with
         `merged`, tolerated, no host port a DaemonSet holds, room for the pod on an empty node. Worked out
         once per pool, requirements and pod shape (as the Rust engine caches them): every claim opened
         asks, and asking each of a large catalog's flavors was a fifth of a solve."""
@@ -53,7 +53,7 @@ class Claiming(Settling):
             found = [
                 f
                 for f in view.flavors
-                if (restrict is None or f.name == restrict)
+                if (restrict is None or f.name in restrict)
                 and f.compatible(merged)
                 and untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None
                 and f.ports_free(pod)
@@ -132,8 +132,10 @@ class Claiming(Settling):
         claim.ports.extend(pod.host_ports)
         self.topology.record(pod, claim.domain, claim.taints)
 
-    def open_claim(self, view: PoolView, checks: Checks, restrict: str | None = None) -> Claim | str:
-        """Open a claim in the pool for the pod (held to one flavor when `restrict` names it), or why not."""
+    def open_claim(
+        self, view: PoolView, checks: Checks, restrict: frozenset[str] | None = None
+    ) -> Claim | str:
+        """Open a claim in the pool for the pod (held to the flavors `restrict` names, if any), or why not."""
         merged = self.merge(view.base, checks.requirements)
         if isinstance(merged, str):
             return merged
@@ -149,10 +151,12 @@ class Claiming(Settling):
         return claim
 
 
-def _no_start(view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: str | None) -> str:
+def _no_start(
+    view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: frozenset[str] | None
+) -> str:
     """Why no claim for the pod can open in the pool, when `_starting_flavors` found none."""
     pod = checks.pod
-    flavors = [f for f in view.flavors if (restrict is None or f.name == restrict) and f.compatible(merged)]
+    flavors = [f for f in view.flavors if (restrict is None or f.name in restrict) and f.compatible(merged)]
     if not flavors:
         if not view.flavors and view.crowded:
             return f"its DaemonSets do not fit on {', '.join(view.crowded)}"
@@ -174,10 +178,10 @@ def _limits_text(view: PoolView) -> str:
 
 
 def _unmatched(
-    view: PoolView, pod_reqs: reqs.Requirements, merged: reqs.Requirements, restrict: str | None
+    view: PoolView, pod_reqs: reqs.Requirements, merged: reqs.Requirements, restrict: frozenset[str] | None
 ) -> str:
     """Name the pod requirement that no flavor of the pool can meet."""
-    candidates = [f for f in view.flavors if restrict is None or f.name == restrict]
+    candidates = [f for f in view.flavors if restrict is None or f.name in restrict]
     for key in pod_reqs:
         if not any(f.compatible({key: merged[key]}) for f in candidates):
             return f"no flavor matches {pod_reqs[key].describe()}"

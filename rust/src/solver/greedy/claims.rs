@@ -16,6 +16,13 @@ use crate::solver::resources as res;
 use crate::solver::targets::Claim;
 use crate::solver::topology::untolerated;
 
+/// The flavors a new claim may take, by name; None: any.
+pub type Restrict<'r> = Option<&'r [&'r str]>;
+
+fn allowed(restrict: Restrict, flavor: &Flavor) -> bool {
+    restrict.is_none_or(|names| names.contains(&flavor.name()))
+}
+
 /// What adding a pod to a claim changes, computed before anything is mutated.
 pub struct Addition {
     requirements: Reqs,
@@ -35,7 +42,7 @@ pub(super) struct Opening {
 /// What decides which of an opening's flavors a new claim can start from.
 #[derive(PartialEq, Eq, Hash)]
 pub(super) struct StartKey {
-    restrict: Option<String>,
+    restrict: Option<Vec<String>>,
     prefer: bool,
     tolerations: Vec<Toleration>,
     host_ports: Vec<HostPort>,
@@ -187,18 +194,18 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Open a claim in the pool for the pod (held to one flavor when `restrict` names it); the claim's
+    /// Open a claim in the pool for the pod (held to the flavors `restrict` names, if any); the claim's
     /// position in `claims`, or why not.
     pub fn open_claim(
         &mut self,
         view_at: usize,
         checks: &Checks,
-        restrict: Option<&str>,
+        restrict: Restrict,
     ) -> Result<usize, String> {
         let opening = self.opening_for(view_at, &checks.requirements)?;
         let pod = &self.pods[checks.pod];
         let key = StartKey {
-            restrict: restrict.map(str::to_string),
+            restrict: restrict.map(|names| names.iter().map(|n| n.to_string()).collect()),
             prefer: checks.prefer,
             tolerations: pod.tolerations.clone(),
             host_ports: pod.host_ports.clone(),
@@ -257,13 +264,13 @@ impl Scheduler<'_> {
         found
     }
 
-    /// The compatible flavors a new claim for the pod starts from: held to `restrict`, tolerated,
+    /// The compatible flavors a new claim for the pod starts from: held to `restrict`'s flavors, tolerated,
     /// with room for the pod on an empty node; with their `max_net`. None when there is none.
-    fn roomy(&self, opening: &Opening, checks: &Checks, restrict: Option<&str>) -> Option<Start> {
+    fn roomy(&self, opening: &Opening, checks: &Checks, restrict: Restrict) -> Option<Start> {
         let pod = &self.pods[checks.pod];
         let request = &self.requests[checks.pod];
         let roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
-            restrict.is_none_or(|r| f.name() == r)
+            allowed(restrict, f)
                 && untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none()
                 && f.ports_free(pod)
                 && request
@@ -287,12 +294,12 @@ impl Scheduler<'_> {
         opening: &Opening,
         checks: &Checks,
         view_at: usize,
-        restrict: Option<&str>,
+        restrict: Restrict,
     ) -> String {
         let (merged, compatible) = (&opening.merged, &opening.compatible);
         let pod = &self.pods[checks.pod];
         let view = &self.pools[view_at];
-        let allowed = |f: &&Rc<Flavor>| restrict.is_none_or(|r| f.name() == r);
+        let allowed = |f: &&Rc<Flavor>| allowed(restrict, f);
         let tolerated =
             |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
         if !compatible.iter().any(|f| allowed(&f)) {
@@ -366,11 +373,11 @@ fn limits_text(view: &PoolView) -> String {
         .join(", ")
 }
 
-fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Option<&str>) -> String {
+fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Restrict) -> String {
     let candidates: Vec<&Rc<Flavor>> = view
         .flavors
         .iter()
-        .filter(|f| restrict.is_none_or(|r| f.name() == r))
+        .filter(|f| allowed(restrict, f))
         .collect();
     for req in &pod_reqs.0 {
         let only = Reqs(vec![merged

@@ -62,7 +62,7 @@ fn confined_on(pod: &Pod, keys: &BTreeSet<&str>) -> bool {
 /// shares of the batch's totals, compared in exact integers; a batch that requests no CPU (or no memory)
 /// is sized by the other of the two alone, and one that requests neither by its other resources, largest
 /// first in name order.
-fn interleaved(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
+pub fn interleaved(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
     let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
     let memory_of = |id: usize| i128::from(res::get(&pods[id].requests, MEMORY));
     let cpu: i128 = ids.iter().map(|&id| cpu_of(id)).sum();

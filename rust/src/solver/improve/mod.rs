@@ -10,10 +10,11 @@ use super::anchored::{
     anchored_checks, constrained_counts, constrained_groups, is_constrained, AnchoredChecks,
 };
 mod flavors;
+mod mixed;
 
 use flavors::candidate_flavors;
 
-use super::greedy::{biggest_first, Checks, Scheduler};
+use super::greedy::{biggest_first, Checks, Restrict, Scheduler};
 use super::model::ZONE;
 use super::resources::dense_fits;
 use super::targets::{Claim, ClaimList};
@@ -33,6 +34,14 @@ pub fn improve(s: &mut Scheduler) {
     let mut cache = ChecksCache::default();
     let mut floors = FloorCache::default();
     let mut sort_keys: SortKeys = vec![None; s.pods.len()];
+    let mut pass = Pass {
+        budget: &mut budget,
+        cache: &mut cache,
+        floors: &mut floors,
+        sort_keys: &mut sort_keys,
+        groups: &groups,
+    };
+    pass.mix(s);
     let mut improved = true;
     while improved && budget > 0 {
         let (held, free): (Vec<&Claim>, Vec<&Claim>) = s
@@ -160,7 +169,7 @@ fn price_of(s: &Scheduler, indexes: &[usize]) -> f64 {
 
 /// A new claim for the pod from the first pool that takes it, held to `restrict` if any can be;
 /// where it sits in `claims`.
-fn open(s: &mut Scheduler, checks: &Checks, restrict: Option<&str>) -> Option<usize> {
+fn open(s: &mut Scheduler, checks: &Checks, restrict: Restrict) -> Option<usize> {
     let mut attempts = vec![restrict];
     if restrict.is_some() {
         attempts.push(None);
@@ -257,17 +266,19 @@ impl Pass<'_> {
         floor
     }
 
-    /// Place the pods (biggest first, as `repack` sorted them) on new claims only, held to `restrict`
-    /// where it fits (and anchored pods to their domains); None (nothing left behind) when some pod
-    /// cannot be placed, or as soon as the new claims cost `ceiling` or more: claims only grow and
-    /// multiply, so such a move could no longer be kept.
+    /// Place the pods (biggest first, as `repack` sorted them) on new claims only, held to the flavors
+    /// of `restrict` where they fit (and anchored pods to their domains); None (nothing left behind)
+    /// when some pod cannot be placed, or as soon as the new claims and what the move `spent` before
+    /// them cost `ceiling` or more: claims only grow and multiply, so such a move could no longer be
+    /// kept.
     fn replace(
         &mut self,
         s: &mut Scheduler,
         order: &[usize],
-        restrict: Option<&str>,
+        restrict: Restrict,
         anchored: &AnchoredChecks,
         ceiling: f64,
+        spent: f64,
     ) -> Option<Vec<usize>> {
         let mut created: Vec<usize> = Vec::new();
         for &pod in order {
@@ -279,7 +290,7 @@ impl Pass<'_> {
             });
             // A new claim costs at least the pod's floor: when that reaches the ceiling, give the move
             // up before opening it, as the check after opening would (the same placements spent).
-            if !joined && price_of(s, &created) + self.floor_of(s, pod) >= ceiling {
+            if !joined && spent + price_of(s, &created) + self.floor_of(s, pod) >= ceiling {
                 drop(take_off(s, &created));
                 return None;
             }
@@ -290,7 +301,7 @@ impl Pass<'_> {
                 };
                 created.push(s.claims[at].index);
             }
-            if price_of(s, &created) >= ceiling {
+            if spent + price_of(s, &created) >= ceiling {
                 drop(take_off(s, &created));
                 return None;
             }
@@ -328,8 +339,9 @@ impl Pass<'_> {
                 None => before - SAVING,
                 Some(b) => (before - SAVING).min(b.0),
             };
-            let Some(created) = self.replace(s, &order, restrict.as_deref(), &anchored, ceiling)
-            else {
+            let one = restrict.as_deref();
+            let held = one.as_ref().map(std::slice::from_ref);
+            let Some(created) = self.replace(s, &order, held, &anchored, ceiling, 0.0) else {
                 continue;
             };
             let cost = price_of(s, &created);
@@ -345,8 +357,10 @@ impl Pass<'_> {
             put_back(s, taken);
             return false;
         };
+        let one = restrict.as_deref();
+        let held = one.as_ref().map(std::slice::from_ref);
         if self
-            .replace(s, &order, restrict.as_deref(), &anchored, f64::INFINITY)
+            .replace(s, &order, held, &anchored, f64::INFINITY, 0.0)
             .is_none()
         {
             put_back(s, taken);

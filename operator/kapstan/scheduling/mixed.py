@@ -1,0 +1,173 @@
+"""The mixed-flavor move of the cost pass: several claims re-packed into a cheaper mix of two flavors.
+
+Single, pair and zone moves hold their new claims to one flavor at a time, so pods whose CPU to memory
+ratio lies between two flavors' (a general-purpose one at 4 GB per vCPU, a CPU-optimised one at 2) end on
+the one flavor that holds them best and leave the other resource idle: the covering LP buys the two
+together. This move does what the LP does on the pods of up to `MIX_GROUP` claims of one NodePool: of the
+pool's untainted flavors it takes the pair whose fluid mix covers the pods' totals cheapest, splits the pods
+by their memory per CPU (the most CPU-heavy ones for the CPU-rich flavor, as many as makes the fluid cost
+of the two parts least) and hands each part to the flavors no bigger than its flavor, so that the last
+claim of each part shrinks to what it holds. It is tried only when that fluid mix saves at least
+`MIX_GAIN` of the best single flavor's fluid cost: on a catalog whose flavors share one shape (Karpenter's
+benchmark, the spread workloads) no pair does, and the move spends nothing.
+
+The arithmetic is the Rust twin's (`improve/mixed.rs`) step by step: integer totals, each quotient taken
+as float(a) / float(b), so that both engines choose the same pair and the same split.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kapstan.scheduling.greedy import biggest_first
+from kapstan.scheduling.model import CPU, MEMORY, Pod
+from kapstan.scheduling.targets import Claim, Flavor
+
+MIX_GROUP = 32
+MIX_GAIN = 0.01
+SAVING = 1e-9
+
+
+@dataclass(frozen=True)
+class MixedSplit:
+    """The pods of a move in two parts, each with the flavors its new claims may take."""
+
+    cpu_rich: list[Pod]
+    cpu_rich_flavors: frozenset[str]
+    rest: list[Pod]
+    rest_flavors: frozenset[str]
+
+
+def mixed_groups(claims: list[Claim]) -> Iterator[tuple[Claim, ...]]:
+    """The claims of one NodePool on untainted flavors, `MIX_GROUP` at a time in index order."""
+    by_pool: dict[str, list[Claim]] = {}
+    for claim in claims:
+        if not claim.chosen.it.taints:
+            by_pool.setdefault(claim.view.pool.name, []).append(claim)
+    for name in sorted(by_pool):
+        members = sorted(by_pool[name], key=lambda c: c.index)
+        for start in range(0, len(members), MIX_GROUP):
+            yield tuple(members[start : start + MIX_GROUP])
+
+
+def split(claims: tuple[Claim, ...], pods: list[Pod]) -> MixedSplit | None:
+    """The move's two parts; None when no pair of flavors saves `MIX_GAIN` over the best single one on
+    the pods' CPU and memory, or when the parts, as whole nodes, would not cost less than the claims."""
+    view = claims[0].view
+    flavors = [
+        f for f in view.flavors if not f.it.taints and f.net.get(CPU, 0) > 0 and f.net.get(MEMORY, 0) > 0
+    ]
+    prices = {f.name: f.price(view.base) for f in flavors}
+    shape = [sum(p.requests.get(CPU, 0) for p in pods), sum(p.requests.get(MEMORY, 0) for p in pods)]
+    single = min((_fluid(prices[f.name], f, [CPU, MEMORY], shape) for f in flavors), default=math.inf)
+    pair = _cheapest_pair(flavors, prices, shape[0], shape[1])
+    if pair is None or pair[0] >= single * (1.0 - MIX_GAIN):
+        return None
+    _, rich, lean = pair
+    rich_family, lean_family = _within(flavors, rich), _within(flavors, lean)
+    keys = sorted({k for p in pods for k, v in p.requests.items() if v > 0})
+    totals = [sum(p.requests.get(k, 0) for p in pods) for k in keys]
+    # Most CPU per byte first: the CPU-rich flavor's part is a prefix of this order.
+    order = sorted(pods, key=lambda p: (_memory_per_cpu(p), biggest_first(p)))
+    best_cost, best_at = math.inf, 0
+    taken = [0] * len(keys)
+    for at in range(len(order) + 1):
+        if at:
+            for i, k in enumerate(keys):
+                taken[i] += order[at - 1].requests.get(k, 0)
+        left = [t - s for t, s in zip(totals, taken, strict=True)]
+        cost = _nodes_cost(rich, rich_family, prices, keys, taken) + _nodes_cost(
+            lean, lean_family, prices, keys, left
+        )
+        if cost < best_cost:
+            best_cost, best_at = cost, at
+    if best_cost >= sum(c.price for c in claims) - SAVING:
+        return None
+    return MixedSplit(
+        order[:best_at],
+        frozenset(f.name for f in rich_family),
+        order[best_at:],
+        frozenset(f.name for f in lean_family),
+    )
+
+
+def _memory_per_cpu(pod: Pod) -> float:
+    cpu = pod.requests.get(CPU, 0)
+    return float(pod.requests.get(MEMORY, 0)) / float(cpu) if cpu > 0 else math.inf
+
+
+def _fluid(price: float, flavor: Flavor, keys: list[str], amounts: list[int]) -> float:
+    """What covering the amounts with fractions of the flavor's nodes costs (infinite if it lacks one)."""
+    nodes = 0.0
+    for key, amount in zip(keys, amounts, strict=True):
+        if amount <= 0:
+            continue
+        net = flavor.net.get(key, 0)
+        if net <= 0:
+            return math.inf
+        nodes = max(nodes, float(amount) / float(net))
+    return price * nodes
+
+
+def _cheapest_pair(
+    flavors: list[Flavor], prices: dict[str, float], cpu: int, memory: int
+) -> tuple[float, Flavor, Flavor] | None:
+    """The fluid cost and the (CPU-rich, memory-rich) pair whose mix covers the CPU and memory exactly
+    and cheapest, first in the pool's order on a tie; None when their ratio lies outside every pair's."""
+    best: tuple[float, Flavor, Flavor] | None = None
+    for rich in flavors:
+        for lean in flavors:
+            rc, rm, lc, lm = rich.net[CPU], rich.net[MEMORY], lean.net[CPU], lean.net[MEMORY]
+            det = rc * lm - lc * rm
+            if det <= 0:
+                continue  # `rich` must hold strictly more CPU per byte than `lean`
+            # Nodes of each for which the two cover the CPU and the memory exactly: both positive
+            # only when the pods' memory per CPU lies strictly between the two flavors'.
+            of_rich = cpu * lm - lc * memory
+            of_lean = rc * memory - rm * cpu
+            if of_rich <= 0 or of_lean <= 0:
+                continue
+            cost = prices[rich.name] * (float(of_rich) / float(det)) + prices[lean.name] * (
+                float(of_lean) / float(det)
+            )
+            if best is None or cost < best[0]:
+                best = (cost, rich, lean)
+    return best
+
+
+def _within(flavors: list[Flavor], top: Flavor) -> list[Flavor]:
+    """The flavors no bigger than `top` in any resource, in the pool's order (cheapest first): what a
+    part's claims may shrink to."""
+    return [
+        f for f in flavors if all(f.net.get(k, 0) <= top.net.get(k, 0) for k in f.net.keys() | top.net.keys())
+    ]
+
+
+def _nodes_cost(
+    top: Flavor, family: list[Flavor], prices: dict[str, float], keys: list[str], amounts: list[int]
+) -> float:
+    """What the amounts cost as whole nodes: as many full nodes of `top` as they fill, and the cheapest
+    flavor of the family that holds what is left over (its last claim shrinks to it)."""
+    nodes = 0.0
+    for key, amount in zip(keys, amounts, strict=True):
+        if amount <= 0:
+            continue
+        net = top.net.get(key, 0)
+        if net <= 0:
+            return math.inf
+        nodes = max(nodes, float(amount) / float(net))
+    full = math.floor(nodes)
+    left = [amount - full * top.net.get(key, 0) for key, amount in zip(keys, amounts, strict=True)]
+    if all(v <= 0 for v in left):
+        return full * prices[top.name]
+    tail = next(
+        (
+            prices[f.name]
+            for f in family
+            if f.name in prices and all(v <= f.net.get(k, 0) for k, v in zip(keys, left, strict=True))
+        ),
+        prices[top.name],
+    )
+    return full * prices[top.name] + tail

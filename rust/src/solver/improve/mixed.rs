@@ -1,0 +1,288 @@
+//! The mixed-flavor move of the cost pass (twin of `mixed.py` and `_mix` / `_repack_mixed` in
+//! `improve.py`): up to `MIX_GROUP` claims of one NodePool re-packed into the cheapest fluid pair of
+//! flavors (a CPU-rich one and a memory-rich one), the pods split by memory per CPU, each part on claims
+//! held to the flavors no bigger than its own. The arithmetic is Python's step by step: integer totals
+//! (i128 here), each quotient taken as `a as f64 / b as f64`.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use super::{present, price_of, put_back, take_off, Pass, SAVING};
+use crate::solver::anchored::{is_constrained, AnchoredChecks};
+use crate::solver::flavors::Flavor;
+use crate::solver::greedy::{biggest_first, interleaved, Scheduler};
+use crate::solver::model::{CPU, MEMORY};
+use crate::solver::targets::Claim;
+
+const MIX_GROUP: usize = 32;
+const MIX_GAIN: f64 = 0.01;
+
+/// A pod's place in the split order: memory per CPU, then `biggest_first`.
+type RatioKey = (f64, (i64, i64, String));
+
+/// The pods of a move in two parts (arena ids), each with the flavors its new claims may take.
+struct MixedSplit {
+    cpu_rich: Vec<usize>,
+    cpu_rich_flavors: Vec<String>,
+    rest: Vec<usize>,
+    rest_flavors: Vec<String>,
+}
+
+impl Pass<'_> {
+    /// The mixed-flavor move once over the greedy plan's unconstrained claims, before the other moves
+    /// (which then polish its claims).
+    pub(super) fn mix(&mut self, s: &mut Scheduler) {
+        let free: Vec<usize> = s
+            .claims
+            .iter()
+            .filter(|c| !c.pods.iter().any(|&p| is_constrained(s, p, self.groups)))
+            .map(|c| c.index)
+            .collect();
+        for group in mixed_groups(s, &free) {
+            if *self.budget <= 0 {
+                break;
+            }
+            if present(s, &group) {
+                self.repack_mixed(s, &group);
+            }
+        }
+    }
+
+    /// Its two parts placed one after the other, each on claims of its own, kept only when all of
+    /// them cost strictly less than the claims they replace.
+    fn repack_mixed(&mut self, s: &mut Scheduler, indexes: &[usize]) -> bool {
+        let claims: Vec<&Claim> = indexes
+            .iter()
+            .map(|i| s.claim(*i).expect("present"))
+            .collect();
+        let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
+        if pods.is_empty() {
+            return false;
+        }
+        let Some(parts) = split(s, &claims, &pods) else {
+            return false;
+        };
+        let ceiling = claims.iter().fold(0.0, |acc, c| acc + c.price()) - SAVING;
+        let taken = take_off(s, indexes);
+        let anchored = AnchoredChecks::default();
+        let rich_names: Vec<&str> = parts.cpu_rich_flavors.iter().map(String::as_str).collect();
+        let rich_order = interleaved(&s.pods, &parts.cpu_rich);
+        let Some(rich) = self.replace(s, &rich_order, Some(&rich_names), &anchored, ceiling, 0.0)
+        else {
+            put_back(s, taken);
+            return false;
+        };
+        let spent = price_of(s, &rich);
+        let rest_names: Vec<&str> = parts.rest_flavors.iter().map(String::as_str).collect();
+        let rest_order = interleaved(&s.pods, &parts.rest);
+        if self
+            .replace(s, &rest_order, Some(&rest_names), &anchored, ceiling, spent)
+            .is_none()
+        {
+            drop(take_off(s, &rich));
+            put_back(s, taken);
+            return false;
+        }
+        s.removed.extend(taken);
+        true
+    }
+}
+
+/// The claims (by index) of one NodePool on untainted flavors, `MIX_GROUP` at a time in index order.
+fn mixed_groups(s: &Scheduler, claims: &[usize]) -> Vec<Vec<usize>> {
+    let mut by_pool: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for claim in claims.iter().filter_map(|&i| s.claim(i)) {
+        if claim.chosen().it.taints.is_empty() {
+            by_pool
+                .entry(claim.pool_name.as_str())
+                .or_default()
+                .push(claim.index);
+        }
+    }
+    let mut out = Vec::new();
+    for members in by_pool.values_mut() {
+        members.sort_unstable();
+        out.extend(members.chunks(MIX_GROUP).map(<[usize]>::to_vec));
+    }
+    out
+}
+
+/// The move's two parts; None when no pair of flavors saves `MIX_GAIN` over the best single one on
+/// the pods' CPU and memory, or when the parts, as whole nodes, would not cost less than the claims.
+fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit> {
+    let (cpu_at, memory_at) = (s.names.position(CPU)?, s.names.position(MEMORY)?);
+    let flavors: Vec<&Rc<Flavor>> = s.pools[claims[0].view]
+        .flavors
+        .iter()
+        .filter(|f| f.it.taints.is_empty() && f.net_dense[cpu_at] > 0 && f.net_dense[memory_at] > 0)
+        .collect();
+    let total = |at: usize| -> i128 { pods.iter().map(|&p| i128::from(s.requests[p][at])).sum() };
+    let shape = [(cpu_at, total(cpu_at)), (memory_at, total(memory_at))];
+    let single = flavors
+        .iter()
+        .map(|f| fluid(f, &shape))
+        .fold(f64::INFINITY, f64::min);
+    let (pair_cost, rich, lean) =
+        cheapest_pair(&flavors, cpu_at, memory_at, shape[0].1, shape[1].1)?;
+    if pair_cost >= single * (1.0 - MIX_GAIN) {
+        return None;
+    }
+    let rich_family = within(&flavors, rich);
+    let lean_family = within(&flavors, lean);
+    let keys: Vec<usize> = (0..s.requests[pods[0]].len())
+        .filter(|&at| pods.iter().any(|&p| s.requests[p][at] > 0))
+        .collect();
+    let totals: Vec<i128> = keys.iter().map(|&at| total(at)).collect();
+    // Most CPU per byte first: the CPU-rich flavor's part is a prefix of this order.
+    let mut order_keys: Vec<(RatioKey, usize)> = pods
+        .iter()
+        .map(|&p| {
+            let ratio = memory_per_cpu(&s.requests[p], cpu_at, memory_at);
+            ((ratio, biggest_first(s.pods[p])), p)
+        })
+        .collect();
+    order_keys.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0).then_with(|| a.0 .1.cmp(&b.0 .1)));
+    let order: Vec<usize> = order_keys.into_iter().map(|(_, p)| p).collect();
+    let (mut best_cost, mut best_at) = (f64::INFINITY, 0);
+    let mut taken = vec![0i128; keys.len()];
+    for at in 0..=order.len() {
+        if at > 0 {
+            for (i, &key) in keys.iter().enumerate() {
+                taken[i] += i128::from(s.requests[order[at - 1]][key]);
+            }
+        }
+        let left: Vec<i128> = totals.iter().zip(&taken).map(|(t, u)| t - u).collect();
+        let cost = nodes_cost(rich, &rich_family, &keys, &taken)
+            + nodes_cost(lean, &lean_family, &keys, &left);
+        if cost < best_cost {
+            (best_cost, best_at) = (cost, at);
+        }
+    }
+    let before = claims.iter().fold(0.0, |acc, c| acc + c.price());
+    if best_cost >= before - SAVING {
+        return None;
+    }
+    let names = |family: &[&Rc<Flavor>]| family.iter().map(|f| f.name().to_string()).collect();
+    Some(MixedSplit {
+        cpu_rich: order[..best_at].to_vec(),
+        cpu_rich_flavors: names(&rich_family),
+        rest: order[best_at..].to_vec(),
+        rest_flavors: names(&lean_family),
+    })
+}
+
+fn memory_per_cpu(requests: &[i64], cpu_at: usize, memory_at: usize) -> f64 {
+    let cpu = requests[cpu_at];
+    if cpu > 0 {
+        requests[memory_at] as f64 / cpu as f64
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// What covering the amounts (position, amount) with fractions of the flavor's nodes costs (infinite
+/// if it lacks one).
+fn fluid(flavor: &Flavor, amounts: &[(usize, i128)]) -> f64 {
+    let mut nodes = 0.0f64;
+    for &(at, amount) in amounts {
+        if amount <= 0 {
+            continue;
+        }
+        let net = flavor.net_dense[at];
+        if net <= 0 {
+            return f64::INFINITY;
+        }
+        nodes = nodes.max(amount as f64 / net as f64);
+    }
+    flavor.base_price * nodes
+}
+
+/// The fluid cost and the (CPU-rich, memory-rich) pair whose mix covers the CPU and memory exactly
+/// and cheapest, first in the pool's order on a tie; None when their ratio lies outside every pair's.
+fn cheapest_pair<'f>(
+    flavors: &[&'f Rc<Flavor>],
+    cpu_at: usize,
+    memory_at: usize,
+    cpu: i128,
+    memory: i128,
+) -> Option<(f64, &'f Rc<Flavor>, &'f Rc<Flavor>)> {
+    let mut best: Option<(f64, &Rc<Flavor>, &Rc<Flavor>)> = None;
+    for &rich in flavors {
+        for &lean in flavors {
+            let (rc, rm) = (
+                i128::from(rich.net_dense[cpu_at]),
+                i128::from(rich.net_dense[memory_at]),
+            );
+            let (lc, lm) = (
+                i128::from(lean.net_dense[cpu_at]),
+                i128::from(lean.net_dense[memory_at]),
+            );
+            let det = rc * lm - lc * rm;
+            if det <= 0 {
+                continue; // `rich` must hold strictly more CPU per byte than `lean`
+            }
+            // Nodes of each for which the two cover the CPU and the memory exactly: both positive
+            // only when the pods' memory per CPU lies strictly between the two flavors'.
+            let of_rich = cpu * lm - lc * memory;
+            let of_lean = rc * memory - rm * cpu;
+            if of_rich <= 0 || of_lean <= 0 {
+                continue;
+            }
+            let cost = rich.base_price * (of_rich as f64 / det as f64)
+                + lean.base_price * (of_lean as f64 / det as f64);
+            if best.is_none_or(|b| cost < b.0) {
+                best = Some((cost, rich, lean));
+            }
+        }
+    }
+    best
+}
+
+/// The flavors no bigger than `top` in any resource, in the pool's order (cheapest first): what a
+/// part's claims may shrink to.
+fn within<'f>(flavors: &[&'f Rc<Flavor>], top: &Flavor) -> Vec<&'f Rc<Flavor>> {
+    flavors
+        .iter()
+        .copied()
+        .filter(|f| f.net_dense.iter().zip(&top.net_dense).all(|(v, t)| v <= t))
+        .collect()
+}
+
+/// What the amounts (at `keys`) cost as whole nodes: as many full nodes of `top` as they fill, and
+/// the cheapest flavor of the family that holds what is left over (its last claim shrinks to it).
+fn nodes_cost(top: &Flavor, family: &[&Rc<Flavor>], keys: &[usize], amounts: &[i128]) -> f64 {
+    let mut nodes = 0.0f64;
+    for (&at, &amount) in keys.iter().zip(amounts) {
+        if amount <= 0 {
+            continue;
+        }
+        let net = top.net_dense[at];
+        if net <= 0 {
+            return f64::INFINITY;
+        }
+        nodes = nodes.max(amount as f64 / net as f64);
+    }
+    let full = nodes.floor();
+    let whole = full as i128;
+    let left: Vec<i128> = keys
+        .iter()
+        .zip(amounts)
+        .map(|(&at, &amount)| amount - whole * i128::from(top.net_dense[at]))
+        .collect();
+    if left.iter().all(|&v| v <= 0) {
+        return full * top.base_price;
+    }
+    let tail = family
+        .iter()
+        .find(|f| {
+            keys.iter()
+                .zip(&left)
+                .all(|(&at, &v)| v <= i128::from(f.net_dense[at]))
+        })
+        .map_or(top.base_price, |f| f.base_price);
+    full * top.base_price + tail
+}
+
+#[cfg(test)]
+#[path = "mixed_tests.rs"]
+mod tests;

@@ -1,0 +1,84 @@
+//! The mixed-flavor move's split with cargo alone: the twins of `test_improve_mixed.py`'s first two
+//! tests.
+
+use serde_json::{json, Value};
+
+use super::split;
+use crate::solver::greedy::Scheduler;
+use crate::solver::model::Snapshot;
+use crate::solver::targets::Claim;
+use crate::solver::test_support::{flavor, pod, snapshot};
+
+/// 1 GiB in the snapshot's milli-units.
+const GI: i64 = 1_073_741_824_000;
+
+fn sized_flavor(name: &str, cpus: i64, gib: i64, price: f64) -> Value {
+    let mut out = flavor(name, cpus * 1000, price);
+    for field in ["capacity", "allocatable"] {
+        out[field]["memory"] = json!(gib * GI);
+    }
+    out
+}
+
+fn sized_pod(name: &str, cpus: i64, gib: i64) -> Value {
+    let mut out = pod(name, cpus * 1000);
+    out["requests"]["memory"] = json!(gib * GI);
+    out
+}
+
+/// 16 CPU-heavy pods (2 CPU, 1 GiB) and 16 memory-heavy ones (1 CPU, 6 GiB): 48 CPU and 112 GiB.
+fn batch_and_cache(flavors: Vec<Value>) -> Snapshot {
+    let mut pods: Vec<Value> = (0..16)
+        .map(|i| sized_pod(&format!("batch-{i}"), 2, 1))
+        .collect();
+    pods.extend((0..16).map(|i| sized_pod(&format!("cache-{i}"), 1, 6)));
+    snapshot(pods, flavors)
+}
+
+/// What a test reads of a split: the CPU-rich part's pod names and flavors, the rest's count and
+/// flavors.
+type Parts = (Vec<String>, Vec<String>, usize, Vec<String>);
+
+/// The split of the greedy plan's claims.
+fn greedy_split(snapshot: &Snapshot) -> Option<Parts> {
+    let mut s = Scheduler::new(snapshot);
+    assert!(s.schedule().is_empty());
+    let claims: Vec<&Claim> = s.claims.iter().map(|c| &**c).collect();
+    let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
+    let parts = split(&s, &claims, &pods)?;
+    let names = parts
+        .cpu_rich
+        .iter()
+        .map(|&p| s.pods[p].name.clone())
+        .collect();
+    Some((
+        names,
+        parts.cpu_rich_flavors,
+        parts.rest.len(),
+        parts.rest_flavors,
+    ))
+}
+
+#[test]
+fn cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_one() {
+    let snapshot = batch_and_cache(vec![
+        sized_flavor("g-32", 8, 32, 0.2032),
+        sized_flavor("g-64", 16, 64, 0.4064),
+        sized_flavor("c-16", 8, 16, 0.1836),
+    ]);
+    let (rich, rich_flavors, rest, rest_flavors) = greedy_split(&snapshot).expect("a split");
+    assert_eq!(rich.len(), 8);
+    assert!(rich.iter().all(|name| name.starts_with("batch-")));
+    assert_eq!(rich_flavors, ["c-16"]);
+    assert_eq!(rest, 24);
+    assert_eq!(rest_flavors, ["c-16", "g-32"]);
+}
+
+#[test]
+fn the_move_does_not_apply_when_every_flavor_has_one_shape() {
+    let snapshot = batch_and_cache(vec![
+        sized_flavor("g-16", 4, 16, 0.1016),
+        sized_flavor("g-32", 8, 32, 0.2032),
+    ]);
+    assert!(greedy_split(&snapshot).is_none());
+}
