@@ -12,6 +12,7 @@ from kapstan.controllers.provisioner import Provisioner
 from kapstan.kube.client import Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import PODS
+from kapstan.kube.store import Event
 
 
 def _pending(name: str, cpu: str) -> Object:
@@ -91,3 +92,34 @@ def test_a_plans_claims_are_created_at_once_and_one_failed_create_keeps_the_othe
     assert len(w.state.node_claims.store.objects()) == 2, "the failed create does not undo the others"
     w.api.create = create  # type: ignore[method-assign]
     assert len(asyncio.run(provisioner.provision())) == 1, "the next batch plans only the pod left"
+
+
+def _initialized(claim: Object) -> Object:
+    status = {**claim.get("status", {}), "conditions": [{"type": "Initialized", "status": "True"}]}
+    return {**claim, "status": status}
+
+
+def test_a_claim_coming_up_with_a_planned_pod_still_pending_opens_a_batch() -> None:
+    """Issue 14: kube-scheduler filled a new node with other pods; the two pods planned there stayed
+    Pending for good, since nothing about them changed to open a batch once the claim was up."""
+    w = world()
+    provisioner = Provisioner(w.state, w.events, clock=w.clock)
+    w.api.put(PODS, _pending("left-out", "1500m"))
+    provisioner._on_pod(Event("ADDED", _pending("left-out", "1500m")))
+    (claim,) = asyncio.run(provisioner.provision())
+    provisioner.batcher._trigger.clear()
+    provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+    assert provisioner.batcher._trigger.is_set()
+
+
+def test_a_claim_coming_up_whose_pods_are_bound_opens_nothing() -> None:
+    w = world()
+    provisioner = Provisioner(w.state, w.events, clock=w.clock)
+    w.api.put(PODS, _pending("lands", "1500m"))
+    provisioner._on_pod(Event("ADDED", _pending("lands", "1500m")))
+    (claim,) = asyncio.run(provisioner.provision())
+    bound = {**_pending("lands", "1500m"), "spec": {"nodeName": "node-a", "containers": []}}
+    provisioner._on_pod(Event("MODIFIED", bound, _pending("lands", "1500m")))
+    provisioner.batcher._trigger.clear()
+    provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+    assert not provisioner.batcher._trigger.is_set()

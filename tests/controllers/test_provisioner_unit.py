@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from kapstan.api.wellknown import NODEPOOL_HASH_ANNOTATION, TERMINATION_FINALIZER
+from kapstan.controllers.batcher import Batcher, BatchWindow
 from kapstan.controllers.provisioner import (
-    Batcher,
-    BatchWindow,
     counted_on_nodes,
     nodeclaim_manifest,
     nodepool_hash,
@@ -43,6 +42,24 @@ def test_a_steady_stream_of_pods_is_cut_at_ten_seconds() -> None:
     batcher = Batcher(BatchWindow(idle=1.0, maximum=10.0), clock)
     every_half_second = [i * 0.5 for i in range(40)]  # would keep the idle window open for 20 s
     assert asyncio.run(_closes_after(batcher, clock, every_half_second)) == 10.0
+
+
+BURSTY = BatchWindow(idle=1.0, maximum=10.0, burst=8, burst_maximum=30.0)
+SIXTEEN_A_SECOND = 1 / 16  # the helper's grid: one pod a tick
+
+
+def test_a_burst_still_arriving_at_ten_seconds_keeps_the_batch_open_until_it_ends() -> None:
+    """Issue 14: 1,000 pods made in 12 s were cut at 10 s, and the last hundred bought three more nodes."""
+    clock = FakeClock()
+    burst = [i * SIXTEEN_A_SECOND for i in range(15 * 16)]  # 16 pods a second for 15 s
+    closed = asyncio.run(_closes_after(Batcher(BURSTY, clock), clock, burst))
+    assert closed == burst[-1] + 1.0, "one idle window after the burst's last pod"
+
+
+def test_a_burst_that_never_ends_is_cut_at_the_burst_maximum() -> None:
+    clock = FakeClock()
+    endless = [i * SIXTEEN_A_SECOND for i in range(45 * 16)]
+    assert asyncio.run(_closes_after(Batcher(BURSTY, clock), clock, endless)) == 30.0
 
 
 POOL = {

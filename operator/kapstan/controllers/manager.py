@@ -19,6 +19,7 @@ from typing import TypeVar
 from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import CloudProvider
 from kapstan.controllers import offering_records
+from kapstan.controllers.batcher import BatchWindow
 from kapstan.controllers.disruption import Disruption, DisruptionOptions
 from kapstan.controllers.nodeclaim import (
     Adoption,
@@ -29,7 +30,7 @@ from kapstan.controllers.nodeclaim import (
     Terminator,
     Timeouts,
 )
-from kapstan.controllers.provisioner import BatchWindow, Provisioner
+from kapstan.controllers.provisioner import Provisioner
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.controllers.status import NodeClassStatus, NodePoolStatus
 from kapstan.controllers.templatetaints import TemplateTaints

@@ -2,8 +2,9 @@
 
 Pods the scheduler could not place, or has not tried yet (``awaiting_scheduler``), open a batch; the batch
 closes after 1 s without a new pod or 10 s after it opened, whichever comes first (Karpenter's batch idle
-and max durations), so a Deployment of 500 replicas is one decision, not 500. Then the provisioner snapshots both clusters, solves, and creates one
-NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
+and max durations), so a Deployment of 500 replicas is one decision, not 500; a burst still arriving at
+the maximum keeps it open longer (``BatchWindow.burst``). Then the provisioner snapshots both clusters,
+solves, and creates one NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
 crash between the two leaves a NodeClaim that the next leader launches, never a Machine nobody owns.
 
 In-flight NodeClaims are nodes in the snapshot (``kapstan.snapshot``), and the pods a plan put on one stay
@@ -20,13 +21,13 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
 from kapstan.api.quantity import format_quantity
 from kapstan.api.wellknown import (
     CAPACITY_TYPE,
+    INITIALIZED,
     INSTANCE_TYPE,
     NODEPOOL,
     NODEPOOL_HASH_ANNOTATION,
@@ -37,6 +38,8 @@ from kapstan.api.wellknown import (
     ZONE,
 )
 from kapstan.catalog import FlavorSource
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.batcher import Batcher, BatchWindow
 from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -62,43 +65,11 @@ CREATES_AT_ONCE = 16
 on a busy API server (0.16 s a create), all of it before the first launch could start."""
 
 
-@dataclass(frozen=True)
-class BatchWindow:
-    idle: float = 1.0
-    maximum: float = 10.0
-
-
 def nodepool_hash(pool: Object) -> str:
     """A digest of the NodePool's template, so drift can tell a claim made from an older template."""
     template = pool.get("spec", {}).get("template", {})
     canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-class Batcher:
-    """Collects triggers into batches: ``wait()`` returns once a batch has closed."""
-
-    def __init__(self, window: BatchWindow, clock: Clock = SYSTEM_CLOCK) -> None:
-        self._window = window
-        self._clock = clock
-        self._trigger = asyncio.Event()
-        self._last = 0.0
-
-    def trigger(self) -> None:
-        self._last = self._clock.now()
-        self._trigger.set()
-
-    async def wait(self) -> None:
-        await self._trigger.wait()
-        opened = self._clock.now()
-        while True:
-            now = self._clock.now()
-            idle_end = self._last + self._window.idle
-            max_end = opened + self._window.maximum
-            if now >= idle_end or now >= max_end:
-                break
-            await self._clock.sleep(min(idle_end, max_end) - now)
-        self._trigger.clear()
 
 
 class Provisioner:
@@ -124,6 +95,7 @@ class Provisioner:
         state.pods.add_handler(self._on_pod)
         for informer in (state.node_pools, state.node_classes, state.machine_deployments, state.node_claims):
             informer.add_handler(self._on_capacity_change)
+        state.node_claims.add_handler(self._on_claim_initialized)
 
     def _on_pod(self, event: Event) -> None:
         key = object_key(event.object)
@@ -142,6 +114,18 @@ class Provisioner:
         if event.type == "MODIFIED" and Meta.of(event.object).generation == old_generation:
             return
         if self._pending:
+            self.batcher.trigger()
+
+    def _on_claim_initialized(self, event: Event) -> None:
+        # The snapshot keeps the pods planned on a claim there only while it is on its way. Once it is
+        # Initialized, those the scheduler has not bound (it may have filled the node with others) are
+        # pending again, and nothing about them changes to open a batch: they waited for good (issue 14).
+        if event.type != "MODIFIED" or event.old is None or cond.is_true(event.old, INITIALIZED):
+            return
+        if not cond.is_true(event.object, INITIALIZED):
+            return
+        name = Meta.of(event.object).name
+        if any(claim == name and pod in self._pending for pod, claim in self._planned_on.items()):
             self.batcher.trigger()
 
     async def run(self) -> None:
