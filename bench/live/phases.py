@@ -38,6 +38,7 @@ async def scale_up(
     await apply(client, scenario.workloads(namespace, run, pods))
     first_claim = half = everything = all_created = None
     agents_pending = agents_starved = 0
+    agents_left: int | None = None
     pending_since: dict[str, float] = {}
     fleet = await observe.fleet(client, namespace, pool)
     while time.time() - start < timeout:
@@ -58,6 +59,8 @@ async def scale_up(
             half = now
         if running >= pods:
             everything = now
+            # Every workload pod runs: an agent still Pending now is starved (its node is full), not late.
+            agents_left = len(agents)
             break
         say(f"T+{now:5.0f}s  claims {len(fleet.claims)}  running {running}/{pods}")
         await asyncio.sleep(interval)
@@ -81,6 +84,7 @@ async def scale_up(
         "flavors": fleet.flavors(),
         "nodeAgentPendingPeak": agents_pending,
         "nodeAgentStarvedPeak": agents_starved,
+        "nodeAgentPendingAtAllRunning": agents_left,
     }
 
 

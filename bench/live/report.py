@@ -46,6 +46,13 @@ def _registration(up: dict[str, Any]) -> str:
     return f"{up['registrationP50Seconds']:.0f} s / {up['registrationP90Seconds']:.0f} s"
 
 
+def _starved(up: dict[str, Any]) -> str:
+    if "nodeAgentPendingAtAllRunning" not in up:
+        return "not counted"
+    left = up["nodeAgentPendingAtAllRunning"]
+    return "not reached" if left is None else str(left)
+
+
 def _batch(batch: dict[str, Any]) -> str:
     flavors = ", ".join(f"{n} {f}" for f, n in sorted(batch["flavors"].items()))
     return f"T+{batch['seconds']:.0f} s: {batch['pods']} pods, {batch['nodeClaims']} claims" + (
@@ -88,6 +95,10 @@ ROWS: list[Row] = [
     ),
     ("live flavors", lambda r: ", ".join(f"{n} {f}" for f, n in r["scaleUp"]["flavors"].items())),
     ("node-agent pods Pending (peak)", lambda r: str(r["scaleUp"]["nodeAgentPendingPeak"])),
+    (
+        "node-agent pods Pending when every workload pod runs (starved)",
+        lambda r: _starved(r["scaleUp"]),
+    ),
     (
         "node-agent pods Pending 30 s or more (peak)",
         lambda r: str(r["scaleUp"].get("nodeAgentStarvedPeak", "not counted")),
