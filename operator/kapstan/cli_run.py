@@ -50,6 +50,13 @@ from kapstan.observability import logging as logs
     show_default=True,
     help="Least saving of a consolidation replace, per hour, in the catalog's price unit.",
 )
+@click.option(
+    "--consolidation-settled-within",
+    default=0.03,
+    show_default=True,
+    help="A NodePool that costs at most this fraction more than its pods planned from empty gets no "
+    "underutilized consolidation (its fixed point).",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def run_command(
@@ -66,6 +73,7 @@ def run_command(
     disruption_validation_delay: float,
     consolidation_min_saving: float,
     consolidation_min_saving_per_hour: float,
+    consolidation_settled_within: float,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -84,7 +92,9 @@ def run_command(
             timeouts=Timeouts(launch=launch_timeout, registration=registration_timeout),
             disruption=DisruptionOptions(
                 validation_delay=disruption_validation_delay,
-                min_saving=MinSaving(consolidation_min_saving, consolidation_min_saving_per_hour),
+                min_saving=MinSaving(
+                    consolidation_min_saving, consolidation_min_saving_per_hour, consolidation_settled_within
+                ),
                 replacement_timeout=launch_timeout + registration_timeout,
             ),
         )

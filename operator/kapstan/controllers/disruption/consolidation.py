@@ -32,10 +32,13 @@ DELETE, REPLACE = "delete", "replace"
 @dataclass(frozen=True)
 class MinSaving:
     """How much cheaper a replacement must be: ``fraction`` of the candidates' price per hour and at
-    least ``per_hour``, so a replace never churns nodes for pennies."""
+    least ``per_hour``, so a replace never churns nodes for pennies; and when a whole pool is worth no
+    more consolidation: once it costs at most ``settled_within`` more than its pods planned from empty
+    (``settled.py``)."""
 
     fraction: float = 0.05
     per_hour: float = 0.0
+    settled_within: float = 0.03
 
     def enough(self, old: float, new: float) -> bool:
         saving = old - new

@@ -5,8 +5,10 @@ then drift (one drifted node at a time, replaced even without a saving), then mu
 consolidation (only in ``WhenEmptyOrUnderutilized`` pools, only consolidatable nodes). Nodes something
 protects (``do-not-disrupt``, a PodDisruptionBudget) are never chosen. ``recheck`` runs the same rules
 on fresh observations for the command chosen before the validation delay. A NodePool that is still
-provisioning (a NodeClaim not Initialized) or whose Nodes are too unhealthy (``health.py``) is left
-alone, and a replace must save ``MinSaving`` and launch other flavors than it removes.
+provisioning (a NodeClaim not Initialized, or pending pods it would launch a node for: ``pending.py``)
+or whose Nodes are too unhealthy (``health.py``) is left alone; a replace must save ``MinSaving`` and
+launch other flavors than it removes; and a pool that costs little more than its pods planned from empty
+is settled (``settled.py``): no underutilized consolidation there.
 
 The controller observes the cluster into ``Observed`` and calls these in a thread; nothing here reads
 the API or the clock.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from kapstan.api.karpenter import Budget
@@ -32,6 +34,8 @@ from kapstan.controllers.disruption.consolidation import (
     single_node,
     still_valid,
 )
+from kapstan.controllers.disruption.pending import pending_for_provisioning
+from kapstan.controllers.disruption.settled import settled_pools
 from kapstan.scheduling.model import Snapshot
 
 EMPTY, UNDERUTILIZED, DRIFTED, EXPIRED = "empty", "underutilized", "drifted", "expired"
@@ -83,10 +87,22 @@ class Observed:
         )
 
 
+def with_pending_pods(seen: Observed, solve: Solve) -> Observed:
+    """``seen`` with the pools its pending pods would launch nodes in halted as still provisioning
+    (``pending.py``); solved only when a pending pod could halt a pool that is not halted already."""
+    if seen.snapshot is None or not seen.snapshot.pods:
+        return seen
+    if all(seen.halted(c.pool) for c in seen.candidates):
+        return seen
+    pending = pending_for_provisioning(seen.snapshot, solve)
+    return replace(seen, provisioning={**pending, **seen.provisioning}) if pending else seen
+
+
 def choose(
     seen: Observed, solve: Solve, min_saving: MinSaving, search_seconds: float
 ) -> tuple[str, Decision] | None:
     """The command worth running now, with its reason, or None."""
+    seen = with_pending_pods(seen, solve)
     free = sorted(
         (c for c in seen.candidates if not c.blocked and not seen.halted(c.pool)),
         key=lambda c: (c.created, c.claim),
@@ -109,6 +125,16 @@ def choose(
     underused = [c for c in free if c.consolidatable and seen.policies.get(c.pool) == UNDERUTILIZED_POLICY]
     budget = {pool: seen.allowed(pool, UNDERUTILIZED) for pool in {c.pool for c in underused}}
     underused = [c for c in underused if budget[c.pool] > 0]
+    if underused:
+        settled = settled_pools(
+            seen.snapshot,
+            seen.candidates,
+            {c.pool for c in underused},
+            seen.leaving,
+            solve,
+            min_saving.settled_within,
+        )
+        underused = [c for c in underused if c.pool not in settled]
     if len(underused) >= 2:
         deadline = time.monotonic() + search_seconds
         found = multi_node(
@@ -149,8 +175,9 @@ def recheck(
     seen: Observed, reason: str, before: Decision, solve: Solve, min_saving: MinSaving
 ) -> tuple[str, Decision] | None:
     """``before`` re-decided on fresh observations: the same candidates, still free, still within the
-    budgets, still for the same reason; a consolidation still at least as good. None when it no longer
-    holds."""
+    budgets, still for the same reason, in a pool that has no pods pending for provisioning now; a
+    consolidation still at least as good. None when it no longer holds."""
+    seen = with_pending_pods(seen, solve)
     by_name = {c.claim: c for c in seen.candidates}
     fresh = [by_name.get(c.claim) for c in before.candidates]
     chosen = [c for c in fresh if c is not None and not c.blocked and not seen.halted(c.pool)]

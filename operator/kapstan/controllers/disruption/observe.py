@@ -170,9 +170,13 @@ class Observer:
         claim, node, pool = entry.claim, entry.node, entry.pool
         if claim is None or entry.claim_meta is None or node is None:
             return
-        tally.totals[pool] = tally.totals.get(pool, 0) + 1
         pods = entry.pods
         going = entry.claim_deleting or disrupted(node)
+        # Karpenter's budget arithmetic: only Initialized nodes count towards a pool's total, so that a
+        # replacement still coming up does not raise what a percentage allows; every node going or under a
+        # command (a replace's candidates while their replacements launch) is being disrupted already.
+        if entry.initialized:
+            tally.totals[pool] = tally.totals.get(pool, 0) + 1
         if going or DISRUPTION_COMMAND_ANNOTATION in entry.claim_meta.annotations:
             tally.disrupting[pool] = tally.disrupting.get(pool, 0) + 1
             tally.leaving[entry.node_name] = tuple(pod_key(p) for p in pods if reschedulable(p))

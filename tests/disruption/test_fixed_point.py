@@ -1,0 +1,64 @@
+"""Consolidation that reaches a fixed point (issue 14): no command while the pool's pending pods need a
+new node (Karpenter's rule), and none in a pool that already costs little more than its pods planned
+from empty, whatever a subset of its nodes would save; on both engines."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from test_consolidation import C2, C4, C8, GB, _candidate, _half_used, _node, _solver
+from test_methods import _observed
+
+from builders import make_nodepool, make_pod, snapshot
+from kapstan.controllers.disruption.consolidation import REPLACE, MinSaving
+from kapstan.controllers.disruption.methods import choose, recheck
+from kapstan.controllers.disruption.settled import from_empty_price, settled_pools
+
+
+def test_pods_pending_for_a_new_node_halt_consolidation_and_its_recheck(engine: str) -> None:
+    snap, candidates = _half_used()  # four c3-8 with 2.5 CPU free each
+    reason, decision = choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) or ("", None)
+    assert decision is not None
+    waiting = replace(snap, pods=(make_pod("batch-0", 3.5, GB),))  # fits no existing node: a new c3-8
+    seen = _observed(candidates, waiting)
+    assert choose(seen, _solver(engine), MinSaving(), 10.0) is None
+    assert recheck(seen, reason, decision, _solver(engine), MinSaving()) is None, (
+        "a decision taken before the pods arrived does not go ahead"
+    )
+
+
+def test_pending_pods_that_fit_existing_nodes_or_no_flavor_halt_nothing(engine: str) -> None:
+    snap, candidates = _half_used()
+    for pod in (make_pod("tiny-0", 0.5, GB), make_pod("huge-0", 64, GB)):
+        seen = _observed(candidates, replace(snap, pods=(pod,)))
+        assert choose(seen, _solver(engine), MinSaving(), 10.0) is not None, pod.name
+
+
+def _nearly_packed() -> tuple:
+    """Twenty full c3-8 (two pods of 1.9 CPU each) and one c3-8 holding a single 1.5-CPU pod: the pool
+    costs 4.2/h; from empty its pods take the twenty c3-8 and one c3-4, 4.1/h (2.4% less)."""
+    full = [
+        _node(f"f{i}", C4, make_pod(f"big-{i}-a", 1.9, GB), make_pod(f"big-{i}-b", 1.9, GB))
+        for i in range(20)
+    ]
+    odd = _node("odd", C4, make_pod("small-0", 1.5, GB))
+    snap = snapshot([], (C2, C4, C8), (make_nodepool("pool"),), nodes=(*full, odd))
+    return snap, [_candidate(n, 0.2) for n in (*full, odd)]
+
+
+def test_the_pools_pods_planned_from_empty_price_its_fixed_point(engine: str) -> None:
+    snap, candidates = _nearly_packed()
+    assert from_empty_price(snap, candidates, {}, _solver(engine)) == 4.1
+    assert settled_pools(snap, candidates, ["pool"], {}, _solver(engine), 0.03) == {
+        "pool": "settled: its nodes cost 4.2/h, its pods planned from empty 4.1/h (within 3%)"
+    }
+    assert settled_pools(snap, candidates, ["pool"], {}, _solver(engine), 0.02) == {}
+
+
+def test_a_settled_pool_gets_no_replace_that_only_a_subset_would_justify(engine: str) -> None:
+    snap, candidates = _nearly_packed()
+    # The odd node alone: c3-8 -> c3-4 saves 0.1/h, half its price, far over the 5% per command.
+    unsettled = MinSaving(settled_within=0.0)
+    found = choose(_observed(candidates, snap), _solver(engine), unsettled, 10.0)
+    assert found is not None and found[1].kind == REPLACE and found[1].saving >= 0.1
+    assert choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) is None
