@@ -18,6 +18,7 @@ import yaml
 from bench.live import audit, observe, operator_costs, phases, report, scenario
 from kapstan import scheduling
 from kapstan.cli import simulate_files
+from kapstan.kube.client import Client
 from kapstan.local import article
 from kapstan.local.apply import apply
 from kapstan.local.operator import OperatorProcess
@@ -37,6 +38,12 @@ def main() -> None:
     parser.add_argument("--up-timeout", type=float, default=900)
     parser.add_argument("--quiet", type=float, default=120, help="no change this long = settled (s)")
     parser.add_argument("--down-timeout", type=float, default=600)
+    parser.add_argument(
+        "--steady",
+        type=float,
+        default=1800,
+        help="seconds of steady state after the scale-down, counting disruptions (0: none)",
+    )
     parser.add_argument(
         "--no-scale-down",
         action="store_true",
@@ -115,7 +122,7 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
     )
     up["operatorCpuSeconds"] = operator_costs.cpu_seconds(operator.pid)
     up["operatorPeakRssMiB"] = operator_costs.peak_rss_mib(operator.pid)
-    up["accounting"] = (await observe.accounting(client, ns, pool, run.id)).to_json()
+    up["accounting"] = await _accounting(client, ns, pool, run.id)
     load["scaleUp"] = os.getloadavg()
     down: dict[str, Any] | None = None
     if not args.no_scale_down:
@@ -123,6 +130,13 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
         down = await phases.scale_down(
             client, ns, pool, smaller, quiet=args.quiet, timeout=args.down_timeout, interval=3.0, say=say
         )
+        down["quietSeconds"] = args.quiet
+        down["accounting"] = await _accounting(client, ns, pool, run.id)
+    steady: dict[str, Any] | None = None
+    if down is not None and args.steady > 0:
+        say(f"steady state for {args.steady:.0f} s")
+        steady = await phases.steady(client, ns, pool, smaller, seconds=args.steady, interval=3.0, say=say)
+        steady["accounting"] = await _accounting(client, ns, pool, run.id)
     await asyncio.sleep(3)  # the last requests of the phase reach the audit log
     log = sandbox.audit.log_of("sandbox") if sandbox.audit else work / "none"
     operator_log = sandbox.directory / "logs" / f"{operator.name}.log"
@@ -131,7 +145,9 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
     if down is not None:
         down["requests"] = audit.count(log, down["start"], down["end"]).to_json()
         down["commands"] = operator_costs.commands(operator_log, down["start"], down["end"])
-        down["accounting"] = (await observe.accounting(client, ns, pool, run.id)).to_json()
+    if steady is not None:
+        steady["requests"] = audit.count(log, steady["start"], steady["end"]).to_json()
+        steady["commands"] = operator_costs.commands(operator_log, steady["start"], steady["end"])
     load["end"] = os.getloadavg()
     totals = {
         "operatorCpuSeconds": operator_costs.cpu_seconds(operator.pid),
@@ -149,8 +165,14 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
         "simulate": plans,
         "scaleUp": up,
         "scaleDown": down,
+        **({"steady": steady} if steady is not None else {}),
         "operator": totals,
     }
+
+
+async def _accounting(client: Client, ns: str, pool: str, run: str) -> dict[str, Any]:
+    found, waited = await observe.accounting_at_rest(client, ns, pool, run)
+    return {**found.to_json(), "waitedSeconds": waited}
 
 
 def _simulate(work: Path, setup: list[dict[str, Any]], ns: str, run: str, pods: int) -> dict[str, Any]:

@@ -6,7 +6,9 @@ not count as kapstan's requests.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -148,6 +150,22 @@ async def accounting(client: Client, namespace: str, pool: str, run: str) -> Acc
         nodes=len(nodes.get("items", [])),
         replicas=sum(c.replicas(md) for md in mds.get("items", [])),
     )
+
+
+async def accounting_at_rest(
+    client: Client, namespace: str, pool: str, run: str, *, timeout: float = 120.0
+) -> tuple[Accounting, float]:
+    """The accounting once it is exact, and how many seconds that took; the last one read if it is still
+    not exact after ``timeout``. A NodeClaim the provisioner made a moment before has no Machine yet (the
+    second-run row's 45 claims for 44 Machines: a claim created 2 s before its accounting was read), so
+    one read at a fixed instant tells a leak from a claim in flight only by chance."""
+    start = time.monotonic()
+    while True:
+        found = await accounting(client, namespace, pool, run)
+        waited = time.monotonic() - start
+        if found.exact or waited >= timeout:
+            return found, round(waited, 1)
+        await asyncio.sleep(2.0)
 
 
 def _annotations(obj: Object) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The two measured phases: N pods from an empty pool, then the Deployments scaled to a smaller count.
+"""The measured phases: N pods from an empty pool, the Deployments scaled to a smaller count, then a
+steady state in which nothing changes and kapstan should disrupt nothing.
 
 Each phase polls the fleet (every ``interval`` seconds) and returns a plain dict of what it saw; the
 API request counts, the operator's costs and ``simulate`` are added by the caller.
@@ -140,6 +141,43 @@ async def scale_down(
         "nodes": len(fleet.claims),
         "price": fleet.price,
         "flavors": fleet.flavors(),
+    }
+
+
+async def steady(
+    client: Client, namespace: str, pool: str, pods: int, *, seconds: float, interval: float, say: Say
+) -> dict[str, Any]:
+    """Watch the fleet for ``seconds`` with the workloads left as they are: every NodeClaim created or
+    removed in that time is churn (the caller adds the commands and evictions from the logs)."""
+    start = time.time()
+    fleet = await observe.fleet(client, namespace, pool)
+    seen, created, removed = fleet.names, set[str](), set[str]()
+    longest_pending, fewest_running = 0.0, fleet.running()
+    while time.time() - start < seconds:
+        await asyncio.sleep(interval)
+        fleet = await observe.fleet(client, namespace, pool)
+        now = time.time()
+        created |= fleet.names - seen
+        removed |= seen - fleet.names
+        seen = fleet.names
+        fewest_running = min(fewest_running, fleet.running())
+        for pod in fleet.pending():
+            longest_pending = max(longest_pending, now - observe.epoch(pod["metadata"]["creationTimestamp"]))
+        if int(now - start) % 60 < interval:
+            say(
+                f"steady T+{now - start:5.0f}s  nodes {len(fleet.claims)}  running {fleet.running()}/{pods}  "
+                f"created {len(created)} removed {len(removed)}"
+            )
+    return {
+        "start": start,
+        "end": time.time(),
+        "seconds": round(time.time() - start, 1),
+        "claimsCreated": len(created),
+        "claimsRemoved": len(removed),
+        "longestPendingSeconds": round(longest_pending, 1),
+        "fewestRunning": fewest_running,
+        "nodes": len(fleet.claims),
+        "price": fleet.price,
     }
 
 

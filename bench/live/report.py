@@ -24,7 +24,23 @@ def _verbs(requests: dict[str, Any]) -> str:
 
 def _accounting(acc: dict[str, Any]) -> str:
     figures = f"{acc['nodeClaims']} / {acc['machines']} / {acc['nodes']} / {acc['replicas']}"
-    return figures + (" exact" if acc["exact"] else " **MISMATCH**")
+    waited = acc.get("waitedSeconds", 0)
+    after = f" (after {waited:.0f} s)" if waited >= 1 else ""
+    return figures + (f" exact{after}" if acc["exact"] else f" **MISMATCH**{after}")
+
+
+def _quiet_in_time(down: dict[str, Any]) -> str:
+    """The issue's target: no change for the quiet time, reached within 300 s of the scale-down."""
+    quiet = down.get("quietSeconds", 120)
+    if not down["settled"]:
+        return "no"
+    done = down["settleSeconds"] + quiet
+    return f"{'yes' if done <= 300 else 'no'} ({done:.0f} s)"
+
+
+def _steady(figure: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """A steady-state cell, or "not run" for the runs before the phase existed."""
+    return lambda r: figure(r["steady"]) if "steady" in r else "not run"
 
 
 def _down(cell: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
@@ -130,6 +146,10 @@ ROWS: list[Row] = [
         _down(lambda r: "yes" if r["scaleDown"]["settled"] else "**no** (timed out)"),
     ),
     ("scale-down: last change (settle time)", _down(lambda r: _seconds(r["scaleDown"]["settleSeconds"]))),
+    (
+        "scale-down: quiet within 300 s (last change + quiet time)",
+        _down(lambda r: _quiet_in_time(r["scaleDown"])),
+    ),
     ("scale-down: disruption commands", _down(lambda r: str(len(r["scaleDown"]["commands"])))),
     (
         "scale-down: NodeClaims removed / created",
@@ -151,6 +171,16 @@ ROWS: list[Row] = [
         _down(lambda r: f"{r['scaleDown']['requests']['total']} ({_verbs(r['scaleDown']['requests'])})"),
     ),
     ("accounting at the end", _down(lambda r: _accounting(r["scaleDown"]["accounting"]))),
+    ("steady state: seconds watched", _steady(lambda st: f"{st['seconds']:.0f} s")),
+    ("steady state: disruption commands", _steady(lambda st: str(len(st["commands"])))),
+    (
+        "steady state: NodeClaims removed / created",
+        _steady(lambda st: f"{st['claimsRemoved']} / {st['claimsCreated']}"),
+    ),
+    ("steady state: evictions", _steady(lambda st: str(st["requests"]["evictions"]))),
+    ("steady state: longest Pending pod", _steady(lambda st: f"{st['longestPendingSeconds']:.0f} s")),
+    ("steady state: price/h at the end", _steady(lambda st: f"{st['price']:g}")),
+    ("steady state: accounting at the end", _steady(lambda st: _accounting(st["accounting"]))),
     (
         "operator CPU s / peak RSS (whole run)",
         lambda r: (
@@ -168,7 +198,11 @@ per run. The fleet: {flavors} in {zones} ({mds} managed MDs), {boot} s boot dela
 (100m / 128Mi), six Deployments ({workloads}; web and api spread hard over zones), each with a PDB of
 `maxUnavailable: 10%`. Scale-up: from an empty pool to N pods, timed from the apply. Scale-down: the
 Deployments to 70%, settled once the set of NodeClaims has not changed for 120 s with every pod Running
-(the phase gives up after 600 s); a run with `--no-scale-down` measures the scale-up only.
+(the phase gives up after 600 s); a run with `--no-scale-down` measures the scale-up only. Steady state
+(`--steady SECONDS`, 1800 by default; the rows before it have none): the fleet watched that long after
+the scale-down with nothing changed, counting disruption commands, NodeClaims created and removed and
+evictions. The accounting is read once it is exact (up to 120 s; the wait is shown), since a NodeClaim
+made a moment before has no Machine yet.
 
 How each figure is taken: times from the bench's polling (every 2 s during scale-up, 3 s after) and the
 NodeClaims' `Launched` condition times (and `Registered`'s against their Node's creation, the time
