@@ -1,6 +1,7 @@
 """Consolidation that reaches a fixed point (issue 14): no command while the pool's pending pods need a
 new node (Karpenter's rule), and none in a pool that already costs little more than its pods planned
-from empty, whatever a subset of its nodes would save; on both engines."""
+from empty, whatever a subset of its nodes would save; and replacements that hold their pods without
+counting on room elsewhere; on both engines."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from test_consolidation import C2, C4, C8, GB, _candidate, _half_used, _node, _s
 from test_methods import _observed
 
 from builders import make_nodepool, make_pod, snapshot
-from kapstan.controllers.disruption.consolidation import REPLACE, MinSaving
+from kapstan.controllers.disruption.consolidation import REPLACE, MinSaving, evaluate
 from kapstan.controllers.disruption.methods import choose, recheck
 from kapstan.controllers.disruption.settled import from_empty_price, settled_pools
 
@@ -62,3 +63,20 @@ def test_a_settled_pool_gets_no_replace_that_only_a_subset_would_justify(engine:
     found = choose(_observed(candidates, snap), _solver(engine), unsettled, 10.0)
     assert found is not None and found[1].kind == REPLACE and found[1].saving >= 0.1
     assert choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) is None
+
+
+def test_a_replace_holds_every_moved_pod_itself_rather_than_counting_on_room_elsewhere(engine: str) -> None:
+    big = _node("big", C8, *(make_pod(f"batch-{i}", 2, GB) for i in range(3)))
+    other = _node("other", C4, make_pod("web-0", 1, GB))  # 3 CPU free, not a candidate
+    snap = snapshot([], (C4, C8), (make_nodepool("pool"),), nodes=(big, other))
+    decision = evaluate(snap, [_candidate(big, 0.5)], {}, _solver(engine), MinSaving())
+    # Counting on the other node's room, one c3-8 (0.2/h) would do; kube-scheduler may fill that room
+    # with other pods first, so the replacement takes all three pods: two c3-8, 0.4/h.
+    assert decision is not None and decision.kind == REPLACE
+    assert [r.instance_type for r in decision.replacements] == ["c3-8", "c3-8"]
+    assert decision.new_price == 0.4
+    assert sorted(key for r in decision.replacements for key in r.pods) == [
+        "default/batch-0",
+        "default/batch-1",
+        "default/batch-2",
+    ]
