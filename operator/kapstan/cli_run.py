@@ -57,6 +57,13 @@ from kapstan.observability import logging as logs
     help="A NodePool that costs at most this fraction more than its pods planned from empty gets no "
     "underutilized consolidation (its fixed point).",
 )
+@click.option(
+    "--consolidation-min-pool-saving",
+    default=0.02,
+    show_default=True,
+    help="Least saving of a consolidation command, as a fraction of the price of the NodePools it "
+    "takes nodes from.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def run_command(
@@ -74,6 +81,7 @@ def run_command(
     consolidation_min_saving: float,
     consolidation_min_saving_per_hour: float,
     consolidation_settled_within: float,
+    consolidation_min_pool_saving: float,
     log_level: str,
     log_format: str,
 ) -> None:
@@ -93,7 +101,10 @@ def run_command(
             disruption=DisruptionOptions(
                 validation_delay=disruption_validation_delay,
                 min_saving=MinSaving(
-                    consolidation_min_saving, consolidation_min_saving_per_hour, consolidation_settled_within
+                    consolidation_min_saving,
+                    consolidation_min_saving_per_hour,
+                    consolidation_settled_within,
+                    consolidation_min_pool_saving,
                 ),
                 replacement_timeout=launch_timeout + registration_timeout,
             ),

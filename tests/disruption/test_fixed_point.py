@@ -35,12 +35,12 @@ def test_pending_pods_that_fit_existing_nodes_or_no_flavor_halt_nothing(engine: 
         assert choose(seen, _solver(engine), MinSaving(), 10.0) is not None, pod.name
 
 
-def _nearly_packed() -> tuple:
+def _nearly_packed(full_nodes: int = 20) -> tuple:
     """Twenty full c3-8 (two pods of 1.9 CPU each) and one c3-8 holding a single 1.5-CPU pod: the pool
     costs 4.2/h; from empty its pods take the twenty c3-8 and one c3-4, 4.1/h (2.4% less)."""
     full = [
         _node(f"f{i}", C4, make_pod(f"big-{i}-a", 1.9, GB), make_pod(f"big-{i}-b", 1.9, GB))
-        for i in range(20)
+        for i in range(full_nodes)
     ]
     odd = _node("odd", C4, make_pod("small-0", 1.5, GB))
     snap = snapshot([], (C2, C4, C8), (make_nodepool("pool"),), nodes=(*full, odd))
@@ -80,3 +80,15 @@ def test_a_replace_holds_every_moved_pod_itself_rather_than_counting_on_room_els
         "default/batch-1",
         "default/batch-2",
     ]
+
+
+def test_a_command_must_save_a_share_of_its_pools_price(engine: str) -> None:
+    # Forty full c3-8 and the odd one: 8.2/h; replacing the odd c3-8 by a c3-4 saves 0.1/h, half of
+    # the candidate's price but 1.2% of the pool's, less than a node for stranded pods costs.
+    snap, candidates = _nearly_packed(40)
+    not_settled = MinSaving(settled_within=0.0)
+    assert choose(_observed(candidates, snap), _solver(engine), not_settled, 10.0) is None
+    any_share = MinSaving(settled_within=0.0, pool_fraction=0.0)
+    found = choose(_observed(candidates, snap), _solver(engine), any_share, 10.0)
+    assert found is not None and found[1].saving == 0.1
+    assert recheck(_observed(candidates, snap), found[0], found[1], _solver(engine), not_settled) is None

@@ -33,13 +33,20 @@ DELETE, REPLACE = "delete", "replace"
 @dataclass(frozen=True)
 class MinSaving:
     """How much cheaper a replacement must be: ``fraction`` of the candidates' price per hour and at
-    least ``per_hour``, so a replace never churns nodes for pennies; and when a whole pool is worth no
-    more consolidation: once it costs at most ``settled_within`` more than its pods planned from empty
-    (``settled.py``)."""
+    least ``per_hour``, so a replace never churns nodes for pennies; an underutilized command (delete or
+    replace) must also save ``pool_fraction`` of the price of the pools it takes nodes from, since each
+    one risks a node for the pods kube-scheduler leaves without room (about 1-2% of the pool per command
+    on the live bench, issue 14); and when a whole pool is worth no more consolidation: once it costs at
+    most ``settled_within`` more than its pods planned from empty (``settled.py``)."""
 
     fraction: float = 0.05
     per_hour: float = 0.0
     settled_within: float = 0.03
+    pool_fraction: float = 0.02
+
+    def worth_it(self, saving: float, pool_price: float) -> bool:
+        """Whether a consolidation command's ``saving`` is enough for pools that cost ``pool_price``."""
+        return saving >= self.pool_fraction * pool_price - 1e-9
 
     def enough(self, old: float, new: float) -> bool:
         saving = old - new

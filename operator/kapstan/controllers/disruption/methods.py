@@ -140,14 +140,21 @@ def choose(
         found = multi_node(
             seen.snapshot, underused, seen.leaving, solve, min_saving, budget=budget, deadline=deadline
         )
-        if found is not None:
+        if found is not None and worth_it(seen, found, min_saving):
             return UNDERUTILIZED, found
     if underused:
         deadline = time.monotonic() + search_seconds
         found = single_node(seen.snapshot, underused, seen.leaving, solve, min_saving, deadline=deadline)
-        if found is not None:
+        if found is not None and worth_it(seen, found, min_saving):
             return UNDERUTILIZED, found
     return None
+
+
+def worth_it(seen: Observed, decision: Decision, min_saving: MinSaving) -> bool:
+    """Whether an underutilized command saves enough of the price of the pools it takes nodes from
+    (``MinSaving.pool_fraction``); the searches return their largest saving, so none smaller passes."""
+    pools = {c.pool for c in decision.candidates}
+    return min_saving.worth_it(decision.saving, sum(c.price for c in seen.candidates if c.pool in pools))
 
 
 def blocked_by_budgets(seen: Observed) -> dict[str, list[str]]:
@@ -199,4 +206,8 @@ def recheck(
     if seen.snapshot is None:
         return None
     again = evaluate(seen.snapshot, chosen, seen.leaving, solve, min_saving, require_saving=reason != DRIFTED)
-    return (reason, again) if again is not None and still_valid(before, again) else None
+    if again is None or not still_valid(before, again):
+        return None
+    if reason == UNDERUTILIZED and not worth_it(seen, again, min_saving):
+        return None
+    return reason, again
