@@ -59,9 +59,18 @@ def split(claims: tuple[Claim, ...], pods: list[Pod]) -> MixedSplit | None:
     flavors = [
         f for f in view.flavors if not f.it.taints and f.net.get(CPU, 0) > 0 and f.net.get(MEMORY, 0) > 0
     ]
+    if not flavors:
+        return None
     prices = {f.name: f.price(view.base) for f in flavors}
     shape = [sum(p.requests.get(CPU, 0) for p in pods), sum(p.requests.get(MEMORY, 0) for p in pods)]
-    single = min((_fluid(prices[f.name], f, [CPU, MEMORY], shape) for f in flavors), default=math.inf)
+    single = min(_fluid(prices[f.name], f, [CPU, MEMORY], shape) for f in flavors)
+    # No mix costs less than each resource bought alone at its cheapest price per unit: when even that
+    # saves too little, the pairs (a square of a large catalog's flavors) are not worth looking at.
+    per_cpu = min(prices[f.name] / float(f.net[CPU]) for f in flavors)
+    per_memory = min(prices[f.name] / float(f.net[MEMORY]) for f in flavors)
+    alone = max(float(shape[0]) * per_cpu, float(shape[1]) * per_memory)
+    if alone >= single * (1.0 - MIX_GAIN):
+        return None
     pair = _cheapest_pair(flavors, prices, shape[0], shape[1])
     if pair is None or pair[0] >= single * (1.0 - MIX_GAIN):
         return None

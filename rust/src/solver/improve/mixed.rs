@@ -116,12 +116,28 @@ fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit>
         .iter()
         .filter(|f| f.it.taints.is_empty() && f.net_dense[cpu_at] > 0 && f.net_dense[memory_at] > 0)
         .collect();
+    if flavors.is_empty() {
+        return None;
+    }
     let total = |at: usize| -> i128 { pods.iter().map(|&p| i128::from(s.requests[p][at])).sum() };
     let shape = [(cpu_at, total(cpu_at)), (memory_at, total(memory_at))];
     let single = flavors
         .iter()
         .map(|f| fluid(f, &shape))
         .fold(f64::INFINITY, f64::min);
+    // No mix costs less than each resource bought alone at its cheapest price per unit: when even
+    // that saves too little, the pairs (a square of a large catalog's flavors) are not worth looking at.
+    let cheapest_per = |at: usize| {
+        flavors
+            .iter()
+            .map(|f| f.base_price / f.net_dense[at] as f64)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let alone =
+        (shape[0].1 as f64 * cheapest_per(cpu_at)).max(shape[1].1 as f64 * cheapest_per(memory_at));
+    if alone >= single * (1.0 - MIX_GAIN) {
+        return None;
+    }
     let (pair_cost, rich, lean) =
         cheapest_pair(&flavors, cpu_at, memory_at, shape[0].1, shape[1].1)?;
     if pair_cost >= single * (1.0 - MIX_GAIN) {
