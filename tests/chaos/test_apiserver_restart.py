@@ -3,7 +3,7 @@ NodePool created after the restart gets its status from kapstan within 30 s), ke
 restart of its process), ends where a clean run of the same scale-up ends (the same Machines, all claimed,
 every pod Running), and its watches and lists after the restart stay bounded: kapstan runs as a
 ServiceAccount the sandbox's audit policy logs (``bench.live.audit``), and the watches and lists it sends
-in the minute after the server answers again are counted, beside the same minute of the clean run."""
+in the minute from the kill are counted, beside the same minute of the clean run."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.chaos]
 
 PODS = 50
 WINDOW = 60.0
-"""Seconds after the server answers again (in the clean run: after the first NodeClaim) whose watches and
-lists are counted."""
+"""Seconds from the kill (in the clean run: from the first NodeClaim) whose watches and lists are counted:
+the restart and the 50 s or so after it, so the reconnects made before the server's ``/readyz`` answers
+(it serves watches a moment sooner) count too."""
 WATCHES = 10
 """The bound on kapstan's watches of any one resource in ``WINDOW`` after the restart. Each informer's
 watch ends with the server and starts again, a few times while the restarted server answers 429, 404 and
@@ -87,13 +88,13 @@ def _scale_up(e2e: E2E, sandbox: Sandbox, *, restart: bool) -> ScaleUp:
 
     e2e(run.wait_for("the first NodeClaim", claimed, 180))
     away, resync = 0.0, None
+    counted_from = time.time()
     if restart:
         # Killed and started again at once: away as long as it takes to start on the shared machine. With
         # a pause of 2 s it was away 8-9 s; with 5 s, one run was away past the leader's renew deadline
         # (10 s), and the leader stepped down and exited, by design (as Karpenter's), for its Deployment to
         # restart: another scenario than a restart, and a flake here when the machine is loaded.
         away = sandbox.restart_apiserver(down_for=0.0)
-    counted_from = time.time()
     if restart:
         resync = _resync(e2e)
 
@@ -183,13 +184,13 @@ def test_an_api_server_restart_mid_scale_up_resyncs_and_ends_as_a_clean_run(
     record(
         "kube-apiserver restarted during a 50-pod scale-up",
         "kapstan resyncs within 30 s, keeps running (no crash), ends with the Machines of a clean run, "
-        f"all claimed, all pods Running; in the {WINDOW:.0f} s after the restart at most {WATCHES} watches "
+        f"all claimed, all pods Running; in the {WINDOW:.0f} s from the kill at most {WATCHES} watches "
         f"of any one resource and {LISTS_PER_SECOND:.0f} lists a second (audit log)",
         f"API server away {hit.away:.0f} s; resync {figure(hit.resync, RESYNC + 60)}; all Running after "
         f"{figure(hit.running, SCALE_UP)} (clean run: {figure(clean.running, SCALE_UP)}); {hit.machines} "
         f"Machines ({clean.machines} in the clean run); operator {'kept running' if hit.alive else 'exited'}; "
         f"{'; '.join(hit.leaks) or 'no leak'}; {_rates(hit)} ({_rates(clean)} in the clean run's minute "
-        "after its first NodeClaim)",
+        "from its first NodeClaim)",
         passed,
     )
     assert clean.running is not None and not clean.leaks, f"the clean run did not settle: {clean}"
