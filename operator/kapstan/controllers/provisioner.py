@@ -60,6 +60,8 @@ PodNote = tuple[str, EventType, str, str]
 """An Event to write on a pod: its key, the Event's type, reason and message."""
 
 
+CLAIM_WATCH_WAIT = 10.0
+"""Seconds a batch waits at most for the informer to show a claim the previous batch created."""
 CREATES_AT_ONCE = 16
 """NodeClaims of one plan created at the same time: one after the other, the 44 of a 1,000-pod plan took 7 s
 on a busy API server (0.16 s a create), all of it before the first launch could start."""
@@ -87,6 +89,9 @@ class Provisioner:
         self.engine = engine
         self.window = window or BatchWindow()
         self.batcher = Batcher(self.window, clock)
+        self._clock = clock
+        self._unseen: dict[str, float] = {}
+        """NodeClaims this provisioner created that its informer has not shown yet, with when."""
         self._pending: set[str] = set()
         """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
         self._planned_on: dict[str, str] = {}
@@ -142,6 +147,7 @@ class Provisioner:
 
     async def provision(self) -> list[Object]:
         """One batch: snapshot, solve, create NodeClaims; returns the NodeClaims created."""
+        await self._see_own_claims()
         gathered = await self.state.gather(awaiting=True)
         await self._report(gathered.problems)
         pools = self._ready_pools(gathered)
@@ -175,6 +181,22 @@ class Provisioner:
         ]
         self._pod_events(notes)
         return created
+
+    async def _see_own_claims(self) -> None:
+        """Wait (up to ``CLAIM_WATCH_WAIT`` after each create) until the informer shows the claims the last
+        batch created: a snapshot without them has their pods pending again, and plans them onto new
+        claims. On a busy API server the watch ran seconds behind 132 creates, and the next batch bought
+        17 more claims for 265 pods that had claims already (bench.live, 3,000 pods)."""
+        store = self.state.node_claims.store
+        while self._unseen:
+            now = self._clock.now()
+            self._unseen = {
+                name: made
+                for name, made in self._unseen.items()
+                if store.get(name) is None and now - made < CLAIM_WATCH_WAIT
+            }
+            if self._unseen:
+                await self._clock.sleep(0.1)
 
     async def _solve(self, snapshot: Snapshot) -> Plan:
         started = time.monotonic()
@@ -221,6 +243,7 @@ class Provisioner:
                 failure = failure or made
                 continue
             created.append(made)
+            self._unseen[Meta.of(made).name] = self._clock.now()
             metrics.NODECLAIMS_CREATED.labels(metrics.REASON_PROVISIONED, claim.node_pool).inc()
             name = Meta.of(made).name
             log.info(
