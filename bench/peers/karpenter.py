@@ -33,6 +33,13 @@ from kapstan.scheduling.model import (
 KARPENTER = "karpenter"
 UPSTREAM = "upstream-capi"
 
+# Labels the peer's in-memory cluster state puts on its claims for its own bookkeeping (the claim's
+# lifecycle and the NodeClass it was made from): no flavor, template or requirement gives them, so a plan
+# carrying them is not one kube-scheduler would be asked about, and the validator rightly refuses them.
+PEER_BOOKKEEPING_LABELS = frozenset(
+    {"karpenter.sh/registered", "karpenter.sh/initialized", "karpenter.cluster.x-k8s.io/clusterapinodeclass"}
+)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -131,7 +138,7 @@ def to_plan(
     for c in run.claims:
         chosen = pick(c.options)
         labels = {
-            **c.labels,
+            **{k: v for k, v in c.labels.items() if k not in PEER_BOOKKEEPING_LABELS},
             **flavors[chosen.name].labels,
             **pools[c.node_pool].labels,
             NODEPOOL: c.node_pool,
