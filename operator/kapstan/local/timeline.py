@@ -38,7 +38,8 @@ class Timeline:
     _seen: set[str] = field(default_factory=set)
     _replicas: dict[str, int] = field(default_factory=dict)
     _templates: dict[str, str] = field(default_factory=dict)
-    _running: int = -1
+    _running: tuple[int, int] = (-1, -1)
+    """The pods Running and the pods there were at the last note."""
 
     def note(self, text: str) -> None:
         seconds = time.monotonic() - self.started
@@ -104,9 +105,11 @@ class Timeline:
     async def _pods(self) -> None:
         pods = await self._list(self.workload, PODS, self.namespace, self.pod_selector)
         running = sum(1 for pod in pods if pod.get("status", {}).get("phase") == "Running")
-        if running != self._running and pods:
+        # A change of either count is noted: a pod replaced (three for a moment where two are wanted)
+        # would otherwise leave "2/3" as the last word while the fleet is back at 2/2.
+        if (running, len(pods)) != self._running and pods:
             self.note(f"pods Running {running}/{len(pods)}")
-            self._running = running
+            self._running = (running, len(pods))
 
     def _once(self, key: str, text: str) -> None:
         if key not in self._seen:
