@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from fake_cluster import World, world
 
-from kapstan.controllers.provisioner import REPLAN_AFTER, Provisioner
+from kapstan.controllers.provisioner import REPLAN_AFTER, REPLAN_AFTER_MAX, Provisioner
 from kapstan.kube.client import Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import PODS
@@ -126,6 +126,39 @@ def test_a_claim_coming_up_with_a_planned_pod_still_pending_opens_a_batch_a_whil
         return await _opens_a_batch_after(w, provisioner, claim, REPLAN_AFTER)
 
     assert asyncio.run(scenario())
+
+
+def test_each_claim_that_comes_up_without_the_pod_doubles_its_wait_up_to_the_maximum() -> None:
+    """Issue 15, chaos scenario 4: a controller tainting every new Node NoExecute leaves the pods unbound on
+    every node kapstan buys; re-planned every 20 s after each node came up, they bought 12 nodes in 5
+    minutes. Each claim that comes up without the pod now doubles its wait: 20 s, 40 s, 80 s, ..."""
+    w = world()
+    provisioner = Provisioner(w.state, w.events, clock=w.clock)
+    w.api.put(PODS, _pending("refused", "1500m"))
+    provisioner._on_pod(Event("ADDED", _pending("refused", "1500m")))
+
+    async def opened(seconds: float) -> bool:
+        for _ in range(5):  # the look's task starts its sleep first
+            await asyncio.sleep(0)
+        w.clock.advance(seconds)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return provisioner.batcher._trigger.is_set()
+
+    async def scenario() -> list[tuple[bool, bool]]:
+        seen = []
+        (first,) = await provisioner.provision()
+        for n, wait in enumerate((REPLAN_AFTER, 2 * REPLAN_AFTER, 4 * REPLAN_AFTER)):
+            # The batches after the first would plan the pod onto a new claim, which comes up tainted too.
+            claim = {**first, "metadata": {**first["metadata"], "name": f"tainted-{n}"}}
+            provisioner._planned_on["default/refused"] = f"tainted-{n}"
+            provisioner.batcher._trigger.clear()
+            provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+            seen.append((await opened(wait - 1), await opened(1)))
+        return seen
+
+    assert asyncio.run(scenario()) == [(False, True)] * 3
+    assert REPLAN_AFTER * 2**4 <= REPLAN_AFTER_MAX < REPLAN_AFTER * 2**5
 
 
 def test_a_claim_coming_up_whose_pods_are_bound_by_then_opens_nothing() -> None:
