@@ -18,27 +18,17 @@ from bench.isolate import run_isolated
 from bench.peers import __main__ as peers
 from bench.peers import report as peers_report
 from bench.peers.optimum import small_workloads
+from bench.progress import print_progress
 from bench.reference import reference_result
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS, check
 from kapstan.bench.bounds import lower_bound
-from kapstan.bench.measure import Result
 from kapstan.bench.workloads import WORKLOADS, Workload, all_workloads
 from kapstan.scheduling import ENGINES
 
 HERE = Path(__file__).resolve().parent
 QUICK_MAX_PODS = 1000
-
-
-def _progress(r: Result) -> None:
-    if r.skipped:
-        print(f"{r.workload:>15} {r.engine:>9}  skipped: {r.skipped}", flush=True)
-        return
-    ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
-    print(
-        f"{r.workload:>15} {r.engine:>9}  {r.median_seconds or 0:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
-        f"${r.price_per_hour or 0:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
-        flush=True,
-    )
+ENGINE_WIDTH = 9
+"""The progress lines' engine column: the longest engine or reference name."""
 
 
 def _measure_all(
@@ -53,11 +43,11 @@ def _measure_all(
         for engine in engines:
             r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, bound.best, FIRST_SOLVE_CAP_SECONDS)
             results.append(r.to_json())
-            _progress(r)
+            print_progress(r, ENGINE_WIDTH)
         reference = reference_result(w, snapshot, bound.best)
         if reference is not None:
             results.append(reference.to_json())
-            _progress(reference)
+            print_progress(reference, ENGINE_WIDTH)
     return bounds, results
 
 

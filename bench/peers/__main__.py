@@ -19,26 +19,17 @@ from bench.isolate import run_isolated
 from bench.peers import gobuild, plots, report
 from bench.peers.measure import autoscaler_row, karpenter_rows
 from bench.peers.optimum import optimum, small_workloads
+from bench.progress import print_progress
 from bench.targets import FIRST_SOLVE_CAP_SECONDS, INTEGER_BOUND_SECONDS, TIME_BUDGET_SECONDS
 from kapstan.bench.bounds import lower_bound
-from kapstan.bench.measure import Result, measure
+from kapstan.bench.measure import measure
 from kapstan.bench.workloads import Workload, all_workloads
 from kapstan.scheduling.model import Snapshot
 
 OUT = Path(__file__).resolve().parent.parent
 QUICK_MAX_PODS = 1000
-
-
-def _progress(r: Result) -> None:
-    if r.skipped:
-        print(f"{r.workload:>15} {r.engine:>18}  skipped: {r.skipped}", flush=True)
-        return
-    ratio = f"{r.cost_ratio:.3f}" if r.cost_ratio else "-"
-    print(
-        f"{r.workload:>15} {r.engine:>18}  {r.median_seconds or 0:8.3f} s x{len(r.seconds)}  nodes {r.nodes:>5}  "
-        f"${r.price_per_hour or 0:10.2f}/h  cost/bound {ratio}  valid {r.valid}",
-        flush=True,
-    )
+ENGINE_WIDTH = 18
+"""The progress lines' engine column: the longest system name, Karpenter peers included."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +80,7 @@ def autoscaler_rows(workloads: list[Workload]) -> list[dict[str, Any]]:
         snapshot = w.build()
         r = autoscaler_row(w, snapshot, _bound(w, snapshot, {}))
         rows.append(r.to_json())
-        _progress(r)
+        print_progress(r, ENGINE_WIDTH)
     return rows
 
 
@@ -123,15 +114,15 @@ def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True)
             else:
                 r = run_isolated(w.name, engine, repeat, TIME_BUDGET_SECONDS, best, FIRST_SOLVE_CAP_SECONDS)
             results.append(r.to_json())
-            _progress(r)
+            print_progress(r, ENGINE_WIDTH)
         for r in karpenter_rows(binary.path, w, snapshot, repeat, best):
             results.append(r.to_json())
-            _progress(r)
+            print_progress(r, ENGINE_WIDTH)
     if autoscaler:
         for w in workloads:
             r = autoscaler_row(w, snapshots[w.name], bounds[w.name]["best"])
             results.append(r.to_json())
-            _progress(r)
+            print_progress(r, ENGINE_WIDTH)
     described = machine.describe([])
     described["karpenter_peer"] = {"binary": binary.path.name, "build_seconds": binary.build_seconds}
     return {"machine": described, "workloads": meta, "bounds": bounds, "results": results}
