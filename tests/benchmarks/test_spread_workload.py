@@ -4,21 +4,11 @@ to within 5% of the lower bound (which ignores zones)."""
 
 from __future__ import annotations
 
-import pytest
+from bound_helpers import solve_within_bound
 
 from kapstan.bench.workloads import spread_deployments
-from kapstan.scheduling import solve
-from kapstan.scheduling.validator import validate
-
-bounds = pytest.importorskip("kapstan.bench.bounds", reason="the bound needs the bench extra (scipy)")
 
 
 def test_spread_deployments_cost_within_five_percent_of_the_bound(engine: str) -> None:
-    snap = spread_deployments(600)
-    plan = solve(snap, engine)
-    assert validate(snap, plan) == []
-    assert plan.unschedulable == {}
-    bound = bounds.lower_bound(snap, integer_seconds=2.0)
-    best = max(bound.lp or 0.0, bound.integer or 0.0)
-    assert plan.total_price_per_hour <= 1.05 * best
+    plan = solve_within_bound(spread_deployments(600), engine, ratio=1.05)
     assert "metal-96" not in {claim.instance_type for claim in plan.node_claims}
