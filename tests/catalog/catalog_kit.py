@@ -1,5 +1,5 @@
-"""Builders of catalog sources for the catalog tests: a managed MD, its infrastructure template, capacity
-annotations, and the catalog of a few objects."""
+"""Builders of catalog sources for the catalog tests: any namespaced object, a managed MD, its
+infrastructure template, capacity annotations, and the catalog of a few objects."""
 
 from __future__ import annotations
 
@@ -17,6 +17,25 @@ CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
 GI = 2**30 * 1000
 
 
+def namespaced(
+    api_version: str,
+    kind: str,
+    name: str,
+    spec: dict[str, Any],
+    metadata: dict[str, Any] | None = None,
+    **more: Any,
+) -> dict[str, Any]:
+    """An object ``name`` in the tests' namespace ``capi``; ``metadata`` adds to its metadata (annotations,
+    labels), ``more`` adds top-level fields (``status``)."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "capi", **(metadata or {})},
+        "spec": spec,
+        **more,
+    }
+
+
 def md(
     name: str,
     annotations: dict[str, str] | None = None,
@@ -26,43 +45,40 @@ def md(
     infra_kind: str = "OpenStackMachineTemplate",
 ) -> dict[str, Any]:
     marker = {"kapstan.io/managed": "true"} if managed else {}
-    return {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "MachineDeployment",
-        "metadata": {"name": name, "namespace": "capi", "annotations": {**marker, **(annotations or {})}},
-        "spec": {
-            "clusterName": "c1",
-            "template": {
-                "spec": {
-                    "failureDomain": failure_domain,
-                    "bootstrap": {
-                        "configRef": {
-                            "apiGroup": "bootstrap.cluster.x-k8s.io",
-                            "kind": "KubeadmConfigTemplate",
-                            "name": name,
-                        }
-                    },
-                    "infrastructureRef": {
-                        "apiGroup": "infrastructure.cluster.x-k8s.io",
-                        "kind": infra_kind,
+    spec = {
+        "clusterName": "c1",
+        "template": {
+            "spec": {
+                "failureDomain": failure_domain,
+                "bootstrap": {
+                    "configRef": {
+                        "apiGroup": "bootstrap.cluster.x-k8s.io",
+                        "kind": "KubeadmConfigTemplate",
                         "name": name,
-                    },
-                }
-            },
+                    }
+                },
+                "infrastructureRef": {
+                    "apiGroup": "infrastructure.cluster.x-k8s.io",
+                    "kind": infra_kind,
+                    "name": name,
+                },
+            }
         },
     }
+    metadata = {"annotations": {**marker, **(annotations or {})}}
+    return namespaced("cluster.x-k8s.io/v1beta2", "MachineDeployment", name, spec, metadata)
 
 
 def template(
     kind: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "capi"},
-        "spec": {"template": {"spec": spec}},
-        "status": status or {},
-    }
+    return namespaced(
+        "infrastructure.cluster.x-k8s.io/v1beta1",
+        kind,
+        name,
+        {"template": {"spec": spec}},
+        status=status or {},
+    )
 
 
 def sized(cpu: str, memory: str, **more: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from catalog_kit import CAPACITY, GI, SCENARIOS, catalog_of, md, only, sized, template
+from catalog_kit import CAPACITY, GI, SCENARIOS, catalog_of, md, namespaced, only, sized, template
 
 from kapstan.api import ManifestError, load_manifests, load_text
 from kapstan.catalog import FlavorSource, build_catalog, node_class_settings, relative_price
@@ -144,25 +144,12 @@ def test_gpu_model_name_becomes_product_label() -> None:
 
 
 def test_bootstrap_taints_join_the_flavor_but_not_unregistered() -> None:
-    kct = {
-        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
-        "kind": "KubeadmConfigTemplate",
-        "metadata": {"name": "md-a", "namespace": "capi"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "joinConfiguration": {
-                        "nodeRegistration": {
-                            "taints": [
-                                {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
-                                {"key": "team", "value": "ml", "effect": "NoSchedule"},
-                            ]
-                        }
-                    }
-                }
-            }
-        },
-    }
+    taints = [
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+        {"key": "team", "value": "ml", "effect": "NoSchedule"},
+    ]
+    spec = {"template": {"spec": {"joinConfiguration": {"nodeRegistration": {"taints": taints}}}}}
+    kct = namespaced("bootstrap.cluster.x-k8s.io/v1beta2", "KubeadmConfigTemplate", "md-a", spec)
     assert only(catalog_of(md("md-a", sized("2", "4Gi")), kct)).taints == (Taint("team", "NoSchedule", "ml"),)
 
 

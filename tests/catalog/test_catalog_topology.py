@@ -8,56 +8,41 @@ from typing import Any
 
 import pytest
 import yaml
-from catalog_kit import CAPACITY, md, only, sized, template
+from catalog_kit import CAPACITY, catalog_of, md, namespaced, only, sized, template
 
 from kapstan.api import ManifestError, load_text
 from kapstan.catalog import FlavorSource, build_catalog
+
+MANAGED = {"annotations": {"kapstan.io/managed": "true"}}
+"""A worker class's metadata that marks it for kapstan."""
 
 
 def worker_class_objects(
     entries: list[dict[str, Any]], class_metadata: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    cluster_class = {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "ClusterClass",
-        "metadata": {"name": "cc", "namespace": "capi"},
-        "spec": {
-            "workers": {
-                "machineDeployments": [
-                    {
-                        "class": "c3-8",
-                        "metadata": class_metadata,
-                        "bootstrap": {
-                            "templateRef": {
-                                "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
-                                "kind": "KubeadmConfigTemplate",
-                                "name": "w",
-                            }
-                        },
-                        "infrastructure": {
-                            "templateRef": {
-                                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                                "kind": "OpenStackMachineTemplate",
-                                "name": "c3-8",
-                            }
-                        },
-                    }
-                ]
+    worker_class = {
+        "class": "c3-8",
+        "metadata": class_metadata,
+        "bootstrap": {
+            "templateRef": {
+                "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
+                "kind": "KubeadmConfigTemplate",
+                "name": "w",
+            }
+        },
+        "infrastructure": {
+            "templateRef": {
+                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                "kind": "OpenStackMachineTemplate",
+                "name": "c3-8",
             }
         },
     }
-    cluster = {
-        "apiVersion": "cluster.x-k8s.io/v1beta2",
-        "kind": "Cluster",
-        "metadata": {"name": "c1", "namespace": "capi"},
-        "spec": {
-            "topology": {
-                "classRef": {"name": "cc"},
-                "version": "v1.36.1",
-                "workers": {"machineDeployments": entries},
-            }
-        },
-    }
+    cluster_class = namespaced(
+        "cluster.x-k8s.io/v1beta2", "ClusterClass", "cc", {"workers": {"machineDeployments": [worker_class]}}
+    )
+    topology = {"classRef": {"name": "cc"}, "version": "v1.36.1", "workers": {"machineDeployments": entries}}
+    cluster = namespaced("cluster.x-k8s.io/v1beta2", "Cluster", "c1", {"topology": topology})
     return [
         cluster_class,
         cluster,
@@ -69,11 +54,7 @@ def worker_class_objects(
 
 def test_worker_class_in_several_failure_domains() -> None:
     entries = [{"class": "c3-8", "name": f"pool-{z}", "failureDomain": z} for z in ("a", "b")]
-    catalog = build_catalog(
-        load_text(
-            yaml.safe_dump_all(worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}}))
-        )
-    )
+    catalog = catalog_of(*worker_class_objects(entries, MANAGED))
     instance_type = only(catalog)
     assert instance_type.name == "c3-8" and instance_type.capacity["cpu"] == 4000
     assert catalog.sources[("c3-8", "b", "on-demand")] == FlavorSource(
@@ -82,11 +63,7 @@ def test_worker_class_in_several_failure_domains() -> None:
 
 
 def test_managed_class_not_yet_in_topology_is_offered_through_a_new_entry() -> None:
-    catalog = build_catalog(
-        load_text(
-            yaml.safe_dump_all(worker_class_objects([], {"annotations": {"kapstan.io/managed": "true"}}))
-        )
-    )
+    catalog = catalog_of(*worker_class_objects([], MANAGED))
     assert list(catalog.sources.values()) == [FlavorSource("WorkerClass", "capi", "c3-8", "c1", "c3-8")]
 
 
@@ -95,19 +72,19 @@ def test_topology_entry_can_mark_an_unmarked_class() -> None:
         {"class": "c3-8", "name": "auto", "metadata": {"annotations": {"kapstan.io/managed": "true"}}},
         {"class": "c3-8", "name": "fixed", "replicas": 2},
     ]
-    catalog = build_catalog(load_text(yaml.safe_dump_all(worker_class_objects(entries, {}))))
+    catalog = catalog_of(*worker_class_objects(entries, {}))
     assert [s.name for s in catalog.sources.values()] == ["auto"]
 
 
 def test_bad_annotation_on_topology_entry_names_the_cluster() -> None:
     entries = [{"class": "c3-8", "name": "auto", "metadata": {"annotations": {CAPACITY + "cpu": "lots"}}}]
-    objects = worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}})
+    objects = worker_class_objects(entries, MANAGED)
     with pytest.raises(
         ManifestError,
         match=r"^Cluster capi/c1: spec.topology.workers.machineDeployments\[0\]"
         r".metadata.annotations\[capacity.cluster-autoscaler.kubernetes.io/cpu\]",
     ):
-        build_catalog(load_text(yaml.safe_dump_all(objects)))
+        catalog_of(*objects)
 
 
 def test_topology_with_missing_class() -> None:
@@ -115,7 +92,7 @@ def test_topology_with_missing_class() -> None:
     with pytest.raises(
         ManifestError, match=r'Cluster capi/c1: spec.topology.classRef: ClusterClass "capi/cc" not found'
     ):
-        build_catalog(load_text(yaml.safe_dump_all(objects)))
+        catalog_of(*objects)
 
 
 def test_md_generated_by_topology_is_not_counted_twice() -> None:
@@ -124,8 +101,8 @@ def test_md_generated_by_topology_is_not_counted_twice() -> None:
     )
     generated["metadata"]["labels"] = {"topology.cluster.x-k8s.io/owned": ""}
     entries = [{"class": "c3-8", "name": "pool-a", "failureDomain": "a"}]
-    objects = [*worker_class_objects(entries, {"annotations": {"kapstan.io/managed": "true"}}), generated]
-    catalog = build_catalog(load_text(yaml.safe_dump_all(objects)))
+    objects = [*worker_class_objects(entries, MANAGED), generated]
+    catalog = catalog_of(*objects)
     assert [s.kind for s in catalog.sources.values()] == ["WorkerClass"]
 
 
