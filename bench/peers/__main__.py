@@ -3,6 +3,10 @@ and cluster-autoscaler, on the same workloads in one run.
 
 Writes `bench/peers.json`, `bench/PEERS.md`, `bench/peers_time.png` and `bench/peers_cost.png`. The
 Karpenter peer is built from the Go module proxy on first use and cached (bench/peers/gobuild.py).
+A run with --only (or --autoscaler-only) merges what it measures into OUT/peers.json when there is
+one: the rows it re-measures are replaced, every other workload's rows are kept, and PEERS.md is
+rendered from the merged file, naming each merged run. So a workload that did not finish in the full
+run can be measured on its own afterwards.
 """
 
 from __future__ import annotations
@@ -39,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=3, help="timed solves per workload and system (median)")
     parser.add_argument(
-        "--only", action="append", help="only workloads whose name contains this (repeatable)"
+        "--only",
+        action="append",
+        help="only workloads whose name contains this (repeatable); merged into OUT/peers.json when it "
+        "exists: these workloads' rows replaced, the other workloads' rows kept, PEERS.md and the plots "
+        "rendered from the merged file",
     )
     parser.add_argument("--no-autoscaler", action="store_true", help="skip the cluster-autoscaler simulation")
     parser.add_argument(
@@ -64,12 +72,16 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.quick or w.pods <= QUICK_MAX_PODS)
         and (not args.only or any(o in w.name for o in args.only))
     ]
+    command = "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
+    previous = args.out / "peers.json"
     if args.autoscaler_only:
-        old = json.loads((args.out / "peers.json").read_text())
-        write(args.out, merge(old, autoscaler_rows(workloads)))
+        rows = {"machine": {**machine.describe([]), "args": command}, "results": autoscaler_rows(workloads)}
+        write(args.out, merge(json.loads(previous.read_text()), rows))
         return 0
     payload = measure_all(workloads, repeat, autoscaler=not args.no_autoscaler)
-    payload["machine"]["args"] = "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
+    payload["machine"]["args"] = command
+    if args.only and previous.is_file():
+        payload = merge(json.loads(previous.read_text()), payload)
     write(args.out, payload)
     return 0
 
@@ -84,14 +96,35 @@ def autoscaler_rows(workloads: list[Workload]) -> list[dict[str, Any]]:
     return rows
 
 
-def merge(old: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The old payload with these rows in place of the ones they re-measure; the machine notes it."""
+def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The old payload with the new run's rows in place of the ones it re-measures (same workload and
+    system), its workloads' bounds and descriptions added, workloads in the registry's order; the old
+    run's machine stays the report's head and lists each merged run (when, where, what)."""
+    rows = new["results"]
     fresh = {(r["workload"], r["engine"]) for r in rows}
     kept = [r for r in old["results"] if (r["workload"], r["engine"]) not in fresh]
-    order = {w: i for i, w in enumerate(old["bounds"])}
-    results = sorted([*kept, *rows], key=lambda r: order.get(r["workload"], len(order)))
-    merged = sorted({r["workload"] for r in rows})
-    return {**old, "machine": {**old["machine"], "merged": merged}, "results": results}
+    registry = [w.name for w in [*all_workloads(), *small_workloads()]]
+    bounds = {**old["bounds"], **new.get("bounds", {})}
+    # A workload the registry no longer has keeps its rows, after the others.
+    names = [*(w for w in registry if w in bounds), *(w for w in bounds if w not in registry)]
+    rank = {w: i for i, w in enumerate(names)}
+    results = sorted([*kept, *rows], key=lambda r: rank.get(r["workload"], len(rank)))
+    record = {
+        **{k: new["machine"][k] for k in ("date", "commit", "args")},
+        "workloads": sorted({r["workload"] for r in rows}, key=lambda w: rank.get(w, len(rank))),
+        "systems": sorted({r["engine"] for r in rows}, key=_system_order),
+    }
+    return {
+        **old,
+        "machine": {**old["machine"], "merges": [*old["machine"].get("merges", []), record]},
+        "workloads": {**old.get("workloads", {}), **new.get("workloads", {})},
+        "bounds": {w: bounds[w] for w in names},
+        "results": results,
+    }
+
+
+def _system_order(system: str) -> int:
+    return report.SYSTEMS.index(system) if system in report.SYSTEMS else len(report.SYSTEMS)
 
 
 def measure_all(workloads: list[Workload], repeat: int, autoscaler: bool = True) -> dict[str, Any]:
