@@ -54,16 +54,23 @@ def patterns(
     visits = [cap]
     counts = [0] * len(demand)
     used = [0] * len(column.net)
+    shapes = range(len(demand))
+    held = [s in column.prices for s in shapes]
+    clash = [[(min(a, b), max(a, b)) in column.conflicts for b in shapes] for a in shapes]
 
     def room(shape: int) -> bool:
-        if shape not in column.prices or counts[shape] >= demand[shape]:
+        if not held[shape] or counts[shape] >= demand[shape]:
             return False
-        if counts[shape] >= 1 and (shape, shape) in column.conflicts:
+        against = clash[shape]
+        if counts[shape] >= 1 and against[shape]:
             return False
         for other, n in enumerate(counts):
-            if n and other != shape and (min(other, shape), max(other, shape)) in column.conflicts:
+            if n and other != shape and against[other]:
                 return False
-        return all(u + r <= cap_ for u, r, cap_ in zip(used, requests[shape], column.net, strict=True))
+        for u, r, cap_ in zip(used, requests[shape], column.net, strict=True):
+            if u + r > cap_:
+                return False
+        return True
 
     def extend(shape: int) -> bool:
         if shape == len(demand):
@@ -114,6 +121,11 @@ class Search:
     """Prices per pod of each shape that no pattern's pods exceed its floor with, each a lower bound."""
     seen: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[float, int]] = field(default_factory=dict)
     by_shape: list[list[int]] = field(default_factory=list)
+    moves: list[list[tuple[int, int, tuple[int, ...], float, tuple[int, ...]]]] = field(default_factory=list)
+    """Per shape, `by_shape`'s patterns unpacked (index, column, counts, price, limits): the inner loop
+    reads no attribute."""
+    bounds: dict[tuple[int, ...], float] = field(default_factory=dict)
+    """`bound` per demand already priced: it depends on the demand alone."""
 
     def __post_init__(self) -> None:
         shapes = len(self.requests)
@@ -124,6 +136,10 @@ class Search:
             ranked.append((p.price / value if value > 0 else float("inf"), i))
         ranked.sort()
         self.by_shape = [[i for _, i in ranked if self.patterns[i].counts[s] > 0] for s in range(shapes)]
+        self.moves = [
+            [(i, (p := self.patterns[i]).column, p.counts, p.price, p.limits) for i in ranked]
+            for ranked in self.by_shape
+        ]
         self.duals = [self._duals(first) for first in range(shapes)]
 
     def _duals(self, first: int) -> list[float]:
@@ -133,9 +149,7 @@ class Search:
         for step in range(len(duals)):
             s = (first + step) % len(duals)
             raise_by = float("inf")
-            for p in self.patterns:
-                if p.counts[s] == 0:
-                    continue
+            for p in (self.patterns[i] for i in self.by_shape[s]):  # the least is the same in any order
                 paid = 0.0
                 for n, y in zip(p.counts, duals, strict=True):
                     paid = paid + n * y
@@ -145,15 +159,23 @@ class Search:
         return duals
 
     def bound(self, demand: tuple[int, ...]) -> float:
+        known = self.bounds.get(demand)
+        if known is not None:
+            return known
+        # Shapes without pods left add exactly 0 to every sum (the duals are finite), so they are skipped.
+        held = [(d, s) for s, d in enumerate(demand) if d]
         out = 0.0
         for k, ratio in enumerate(self.ratios):
-            need = sum(d * req[k] for d, req in zip(demand, self.requests, strict=True))
+            need = 0
+            for d, s in held:
+                need += d * self.requests[s][k]
             out = max(out, need * ratio)
         for duals in self.duals:
             priced = 0.0
-            for d, y in zip(demand, duals, strict=True):
-                priced = priced + d * y
+            for d, s in held:
+                priced = priced + d * duals[s]
             out = max(out, priced)
+        self.bounds[demand] = out
         return out
 
     def run(self, demand: tuple[int, ...], limits: tuple[int, ...]) -> list[int] | None:
@@ -178,20 +200,22 @@ class Search:
         if seen is not None and seen[0] <= cost and seen[1] <= start:
             return
         self.seen[key] = (cost, start)
-        ranked = self.by_shape[shape]
+        moves = self.moves[shape]
         tried: set[tuple[int, tuple[int, ...]]] = set()
-        for rank in range(start, len(ranked)):
-            p = self.patterns[ranked[rank]]
-            after = tuple(max(d - n, 0) for d, n in zip(demand, p.counts, strict=True))
-            if (p.column, after) in tried:  # the same node as a pattern tried before, at this demand
+        for rank in range(start, len(moves)):
+            index, column, counts, price, taken = moves[rank]
+            after = tuple([d - n if d > n else 0 for d, n in zip(demand, counts, strict=True)])
+            if (column, after) in tried:  # the same node as a pattern tried before, at this demand
                 continue
-            tried.add((p.column, after))
+            tried.add((column, after))
             if self.steps <= 0:
                 return
             self.steps -= 1
-            left = tuple(a - b for a, b in zip(limits, p.limits, strict=True))
-            if any(x < 0 for x in left):
-                continue
-            chosen.append(ranked[rank])
-            self._expand(after, left, cost + p.price, chosen, rank if after[shape] > 0 else 0)
+            left = limits
+            if limits:  # no pool limit: nothing to count
+                left = tuple([a - b for a, b in zip(limits, taken, strict=True)])
+                if any(x < 0 for x in left):
+                    continue
+            chosen.append(index)
+            self._expand(after, left, cost + price, chosen, rank if after[shape] > 0 else 0)
             chosen.pop()
