@@ -9,8 +9,8 @@ iteration, ties broken by name.
 
 The scheduler is built in layers, one a module, each adding steps to the one below: `checks.py` (its
 state and what a pod's constraints allow where), `domains.py` (the domain a claim takes for each topology
-key), `claims.py` (joining and opening claims), `placement.py` (the loop); `Scheduler` here sets the state
-up and writes the plan out.
+key), `claims.py` (joining and opening claims, and through `refusals.py` why a pool cannot open one),
+`placement.py` (the loop); `Scheduler` here sets the state up and writes the plan out.
 """
 
 from __future__ import annotations

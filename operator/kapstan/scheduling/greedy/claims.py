@@ -1,5 +1,5 @@
 """Joining and opening claims (twin of `rust/src/solver/greedy/claims.rs`): what adding a pod to a claim
-changes, worked out before anything is mutated, and why a pool cannot open a claim for it.
+changes, worked out before anything is mutated; why a pool cannot open a claim for it is `refusals.py`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from kapstan.scheduling import requirements as reqs
 from kapstan.scheduling import resources as res
 from kapstan.scheduling.greedy.checks import Checks, pinned
 from kapstan.scheduling.greedy.domains import Settling
-from kapstan.scheduling.model import CPU, HOSTNAME, MEMORY, Pod
+from kapstan.scheduling.greedy.refusals import no_start
+from kapstan.scheduling.model import HOSTNAME, Pod
 from kapstan.scheduling.targets import OFFERING_KEYS, Claim, Flavor, PoolView
 from kapstan.scheduling.topology import untolerated
 
@@ -141,7 +142,7 @@ class Claiming(Settling):
             return merged
         roomy = self._starting_flavors(view, checks, merged, restrict)
         if not roomy:
-            return _no_start(view, checks, merged, restrict)
+            return no_start(view, checks, merged, restrict)
         claim = Claim(self.next_index, view, dict(view.base), list(roomy))
         reason = self.try_claim(claim, checks)
         if reason is not None:
@@ -151,48 +152,9 @@ class Claiming(Settling):
         return claim
 
 
-def _no_start(
-    view: PoolView, checks: Checks, merged: reqs.Requirements, restrict: frozenset[str] | None
-) -> str:
-    """Why no claim for the pod can open in the pool, when `_starting_flavors` found none."""
-    pod = checks.pod
-    flavors = [f for f in view.flavors if (restrict is None or f.name in restrict) and f.compatible(merged)]
-    if not flavors:
-        if not view.flavors and view.crowded:
-            return f"its DaemonSets do not fit on {', '.join(view.crowded)}"
-        return _unmatched(view, checks.requirements, merged, restrict)
-    flavors = [f for f in flavors if untolerated(pod.tolerations, f.it.taints, prefer=checks.prefer) is None]
-    if not flavors:
-        return "it does not tolerate the taints of any flavor"
-    flavors = [f for f in flavors if f.ports_free(pod)]
-    if not flavors:
-        return "a DaemonSet holds its host port on every flavor"
-    return _too_big(pod, flavors)
-
-
 def _limits_text(view: PoolView) -> str:
+    """The pool's limits and what is left of each, for a reason that names them."""
     return ", ".join(
         f"{key} limit {res.describe(key, view.pool.limits[key])}, {res.describe(key, max(left, 0))} left"
         for key, left in sorted(view.remaining.items())
-    )
-
-
-def _unmatched(
-    view: PoolView, pod_reqs: reqs.Requirements, merged: reqs.Requirements, restrict: frozenset[str] | None
-) -> str:
-    """Name the pod requirement that no flavor of the pool can meet."""
-    candidates = [f for f in view.flavors if restrict is None or f.name in restrict]
-    for key in pod_reqs:
-        if not any(f.compatible({key: merged[key]}) for f in candidates):
-            return f"no flavor matches {pod_reqs[key].describe()}"
-    return "no flavor matches all of its requirements together"
-
-
-def _too_big(pod: Pod, flavors: list[Flavor]) -> str:
-    largest = max(flavors, key=lambda f: (f.net.get(CPU, 0), f.net.get(MEMORY, 0), f.name))
-    short = res.first_shortfall({}, pod.requests, largest.net) or CPU
-    return (
-        f"no flavor is big enough: it requests {short}={res.describe(short, pod.requests.get(short, 0))}, "
-        f"the largest flavor {largest.name} has {res.describe(short, max(largest.net.get(short, 0), 0))} "
-        "allocatable after DaemonSets"
     )

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use super::{room_left, Checks, Scheduler};
 use crate::solver::flavors::{most_net, Flavor, FlavorList, OFFERING_KEYS};
-use crate::solver::model::{HostPort, Pod, Toleration, CPU, HOSTNAME, MEMORY};
+use crate::solver::model::{HostPort, Toleration, HOSTNAME};
 use crate::solver::pools::PoolView;
 use crate::solver::requirements::Reqs;
 use crate::solver::resources as res;
@@ -19,7 +19,7 @@ use crate::solver::topology::untolerated;
 /// The flavors a new claim may take, by name; None: any.
 pub type Restrict<'r> = Option<&'r [&'r str]>;
 
-fn allowed(restrict: Restrict, flavor: &Flavor) -> bool {
+pub(super) fn allowed(restrict: Restrict, flavor: &Flavor) -> bool {
     restrict.is_none_or(|names| names.contains(&flavor.name()))
 }
 
@@ -32,8 +32,8 @@ pub struct Addition {
 
 /// A pool's flavors for one set of pod requirements (see `Scheduler::opening`).
 pub(super) struct Opening {
-    merged: Reqs,
-    compatible: Rc<Vec<Rc<Flavor>>>,
+    pub(super) merged: Reqs,
+    pub(super) compatible: Rc<Vec<Rc<Flavor>>>,
     /// Per flavor restriction, toleration of PreferNoSchedule, tolerations and requests: the
     /// compatible flavors a new claim can start from and their `max_net`, or None when there is none.
     roomy: RefCell<HashMap<StartKey, Option<Start>>>,
@@ -287,42 +287,6 @@ impl Scheduler<'_> {
             max_net,
         })
     }
-
-    /// Why no claim for the pod can open in the pool, when `roomy` found no flavor.
-    fn opening_failure(
-        &self,
-        opening: &Opening,
-        checks: &Checks,
-        view_at: usize,
-        restrict: Restrict,
-    ) -> String {
-        let (merged, compatible) = (&opening.merged, &opening.compatible);
-        let pod = &self.pods[checks.pod];
-        let view = &self.pools[view_at];
-        let allowed = |f: &&Rc<Flavor>| allowed(restrict, f);
-        let tolerated =
-            |f: &&Rc<Flavor>| untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none();
-        if !compatible.iter().any(|f| allowed(&f)) {
-            if view.flavors.is_empty() && !view.crowded.is_empty() {
-                return format!("its DaemonSets do not fit on {}", view.crowded.join(", "));
-            }
-            return unmatched(view, &checks.requirements, merged, restrict);
-        }
-        let flavors: Vec<Rc<Flavor>> = compatible
-            .iter()
-            .filter(allowed)
-            .filter(tolerated)
-            .cloned()
-            .collect();
-        if flavors.is_empty() {
-            return "it does not tolerate the taints of any flavor".into();
-        }
-        let flavors: Vec<Rc<Flavor>> = flavors.into_iter().filter(|f| f.ports_free(pod)).collect();
-        if flavors.is_empty() {
-            return "a DaemonSet holds its host port on every flavor".into();
-        }
-        too_big(pod, &flavors)
-    }
 }
 
 /// Whether every flavor left must be checked against the pod: a topology key still open (its domain
@@ -357,6 +321,7 @@ fn min_values_problem(flavors: &FlavorList, merged: &Reqs) -> Result<(), String>
     Ok(())
 }
 
+/// The pool's limits and what is left of each, for a reason that names them.
 fn limits_text(view: &PoolView) -> String {
     let mut keys: Vec<&(String, i64)> = view.remaining.iter().collect();
     keys.sort();
@@ -371,39 +336,4 @@ fn limits_text(view: &PoolView) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Restrict) -> String {
-    let candidates: Vec<&Rc<Flavor>> = view
-        .flavors
-        .iter()
-        .filter(|f| allowed(restrict, f))
-        .collect();
-    for req in &pod_reqs.0 {
-        let only = Reqs(vec![merged
-            .get(&req.key)
-            .expect("merged has every pod key")
-            .clone()]);
-        if !candidates.iter().any(|f| f.compatible(&only)) {
-            return format!("no flavor matches {}", req.describe());
-        }
-    }
-    "no flavor matches all of its requirements together".into()
-}
-
-fn too_big(pod: &Pod, flavors: &[Rc<Flavor>]) -> String {
-    let mut largest = &flavors[0];
-    for f in &flavors[1..] {
-        let key = |f: &Flavor| (res::get(&f.net, CPU), res::get(&f.net, MEMORY));
-        if (key(f), f.name()) > (key(largest), largest.name()) {
-            largest = f;
-        }
-    }
-    let short = res::first_shortfall(&[], &pod.requests, &largest.net).unwrap_or(CPU);
-    format!(
-        "no flavor is big enough: it requests {short}={}, the largest flavor {} has {} allocatable after DaemonSets",
-        res::describe(short, res::get(&pod.requests, short)),
-        largest.name(),
-        res::describe(short, res::get(&largest.net, short).max(0))
-    )
 }

@@ -3,7 +3,8 @@
 //! preferences relaxed one at a time; failed pods retried while a round places something. The
 //! scheduler's state lives here; its steps in `order` (the order pods are taken in), `checks` (what a
 //! pod's constraints allow where), `domains` (the domain a claim takes for each topology key), `claims`
-//! (joining and opening claims) and `placement` (the loop over pods and targets).
+//! (joining and opening claims), `refusals` (why a pool cannot open one) and `placement` (the loop over
+//! pods and targets).
 
 mod alternatives;
 mod checks;
@@ -11,6 +12,7 @@ mod claims;
 mod domains;
 mod order;
 mod placement;
+mod refusals;
 
 use std::collections::BTreeSet;
 
