@@ -2,162 +2,52 @@
 
 The addon runs as a process with exactly the RBAC ``kapstan render addon`` gives it (as its ServiceAccount,
 not as admin); the ClusterClass is ``clusterclass/sandbox-example.yaml``'s. One Cluster turns the variable
-on for ``c3-4`` and ``c3-8`` (not ``c3-16``), another never sets it. The tests run in file order on that
-shared setup: the install appears, the credential is what it should be, an autoscaler started from what
+on for ``c3-4`` and ``c3-8`` (not ``c3-16``), another never sets it (that setup and the reads the tests
+make are install_setup.py's). The tests run in file order on that shared setup: the install appears, the credential is what it should be, an autoscaler started from what
 was delivered provisions a node, and turning the variable off takes it all away.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import sys
 import time
-import urllib.request
-import uuid
-from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from install_setup import (
+    CLUSTERROLES,
+    DEPLOYMENTS,
+    ENABLED,
+    Setup,
+    absent,
+    bootstrap_taints,
+    credential,
+    delivered_kubeconfig,
+    get_or_none,
+    installed,
+    pending_workload,
+    server_of,
+    status_of,
+)
 
-import polling
 from kapstan.addon.controller import CLUSTERRESOURCESETS, CONFIGMAPS, ROLES, SECRETS, SERVICEACCOUNTS
 from kapstan.api.wellknown import AUTOSCALER_LABEL, UNREGISTERED_TAINT_KEY, unregistered_taint
 from kapstan.capi import contract as c
-from kapstan.cli import main
-from kapstan.install import bundle, examples, rbac
+from kapstan.install import bundle, rbac
 from kapstan.install.clusterclass import VARIABLE
-from kapstan.install.deployment import MANAGEMENT_SECRET
 from kapstan.kube import kinds
-from kapstan.kube.client import Client, Object, Resource
-from kapstan.kube.errors import ApiError
+from kapstan.kube.client import Client, Object
 from kapstan.local import Sandbox, procs
 from kapstan.local.apply import apply
-from kapstan.local.build import KUBERNETES_VERSION
 
 pytestmark = pytest.mark.sandbox
-
-T = TypeVar("T")
-INFRA_GROUP = "infrastructure.kapstan.dev"
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-CLUSTERROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
-ENABLED = {"enabled": True, "workerClasses": ["c3-4", "c3-8"]}
-
-
-@dataclass
-class Setup:
-    sandbox: Sandbox
-    loop: asyncio.AbstractEventLoop
-    management: Client
-    workload: Client
-    namespace: str
-    enabled: str  # the Cluster that turns kapstan on
-    disabled: str  # the Cluster that never does
-    addon_pid: int
-    addon_name: str
-
-    def __call__(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coroutine)
-
-    def wait_for(self, what: str, check: Callable[[], T | None], timeout: float = 120.0) -> T:
-        """``polling.wait_for``, with the addon's last log lines on a timeout."""
-        try:
-            return polling.wait_for(what, check, timeout)
-        except AssertionError as timed_out:
-            log = procs.log_tail(self.sandbox.directory, self.addon_name, 40)
-            raise AssertionError(f"{timed_out}\n{log}") from None
-
-
-def _server(kubeconfig: Path) -> str:
-    return str(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
-
-
-def _render(*args: str) -> list[Object]:
-    result = CliRunner().invoke(main, ["render", *args])
-    assert result.exit_code == 0, result.output
-    return [d for d in yaml.safe_load_all(result.stdout) if d]
-
-
-def _with_all_classes(cluster: Object) -> Object:
-    """Topology entries for every class, so each gets its own bootstrap template to look at."""
-    workers = cluster["spec"]["topology"]["workers"]["machineDeployments"]
-    workers += [{"class": cls, "name": cls} for cls in ("c3-8", "c3-16")]
-    return cluster
-
-
-async def _get(client: Client, resource: Resource, name: str, namespace: str | None = None) -> Object | None:
-    try:
-        return await client.get(resource, name, namespace)
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
 
 
 @pytest.fixture(scope="module")
 def setup(two_cluster_sandbox: Sandbox) -> Iterator[Setup]:
-    sandbox = two_cluster_sandbox
-    loop = asyncio.new_event_loop()
-    management = loop.run_until_complete(Client.connect(str(sandbox.management_kubeconfig)))
-    workload = loop.run_until_complete(Client.connect(str(sandbox.workload_kubeconfig)))
-    namespace = f"install-{uuid.uuid4().hex[:6]}"
-    server = _server(sandbox.management_kubeconfig)
-    # The addon's RBAC as rendered (its Deployment cannot run here: the sandbox runs no containers).
-    addon = _render("addon", "--management-server", server, "--infrastructure-group", INFRA_GROUP)
-    loop.run_until_complete(apply(management, [d for d in addon if d["kind"] != "Deployment"]))
-    (deployment,) = [d for d in addon if d["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    addon_kubeconfig = sandbox.service_account_kubeconfig(
-        rbac.DEFAULT_NAMESPACE, rbac.ADDON_NAME, workload=False
-    )
-    name = f"addon-{namespace}"
-    # The Deployment's arguments, with text logs for the report, a free port instead of the pod's own,
-    # and the ServiceAccount's credential instead of in-cluster configuration.
-    health = procs.free_port()
-    args = [a for a in container["args"] if not a.startswith(("--log-format=", "--health-address="))]
-    argv = [
-        sys.executable,
-        "-m",
-        *container["command"],
-        *args,
-        "--log-format=text",
-        f"--health-address=127.0.0.1:{health}",
-        f"--kubeconfig={addon_kubeconfig}",
-    ]
-    pid = procs.start(sandbox.directory, name, argv)
-    s = Setup(sandbox, loop, management, workload, namespace, "autoscaled", "fixed", pid, name)
-    try:
-        # The readiness probe's view: the addon has listed the Clusters.
-        s.wait_for("the addon's /readyz", lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), timeout=60)
-        s(apply(management, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]))
-        s(apply(management, _render("clusterclass", "--example", "sandbox", "--namespace", namespace)))
-        class_name = "kapstan-sandbox"
-        on = examples.cluster(s.enabled, namespace, class_name, KUBERNETES_VERSION, ENABLED)
-        off = examples.cluster(s.disabled, namespace, class_name, KUBERNETES_VERSION, system_replicas=0)
-        s(apply(management, [_with_all_classes(on), _with_all_classes(off)]))
-        yield s
-    finally:
-        procs.stop(sandbox.directory, name, pid)
-        loop.close()
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-def _delivered_kubeconfig(s: Setup) -> str | None:
-    secret = s(_get(s.workload, SECRETS, MANAGEMENT_SECRET, rbac.DEFAULT_NAMESPACE))
-    if secret is None:
-        return None
-    return base64.b64decode(secret["data"]["kubeconfig"]).decode()
+    yield from installed(two_cluster_sandbox)
 
 
 def test_setting_the_variable_installs_the_autoscaler_and_its_credential_through_the_crs(
@@ -175,49 +65,32 @@ def test_setting_the_variable_installs_the_autoscaler_and_its_credential_through
     assert crs["spec"]["strategy"] == "Reconcile"
 
     def deployment() -> Object | None:
-        return s(_get(s.workload, DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE))
+        return s(get_or_none(s.workload, DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE))
 
     delivered = s.wait_for("the Deployment in the workload cluster", deployment, timeout=180)
     (container,) = delivered["spec"]["template"]["spec"]["containers"]
     assert f"--cluster={s.namespace}/{s.enabled}" in container["args"]
-    kubeconfig = s.wait_for("the credential in the workload cluster", lambda: _delivered_kubeconfig(s))
+    kubeconfig = s.wait_for("the credential in the workload cluster", lambda: delivered_kubeconfig(s))
     config = yaml.safe_load(kubeconfig)
-    assert config["clusters"][0]["cluster"]["server"] == _server(s.sandbox.management_kubeconfig)
+    assert config["clusters"][0]["cluster"]["server"] == server_of(s.sandbox.management_kubeconfig)
     # The workload cluster got the autoscaler's objects, and the management cluster did not.
     # The CRS retries the NodePool until its CRD is Established, so it can come a little later.
     pool = s.wait_for(
         "the default NodePool",
-        lambda: s(_get(s.workload, kinds.NODEPOOLS, bundle.DEFAULT_NODEPOOL)),
+        lambda: s(get_or_none(s.workload, kinds.NODEPOOLS, bundle.DEFAULT_NODEPOOL)),
         timeout=180,
     )
     assert pool["spec"]["template"]["spec"]["requirements"] == [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c3-4", "c3-8"]}
     ]
     assert s(s.workload.get(CLUSTERROLES, rbac.NAME))["rules"] == rbac.workload_rules()
-    assert s(_get(s.management, DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE)) is None
+    assert s(get_or_none(s.management, DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE)) is None
     # The Cluster that never set the variable got nothing.
     other = s(s.management.get(c.CLUSTERS, s.disabled, s.namespace))
     assert AUTOSCALER_LABEL not in other["metadata"].get("labels", {})
-    assert s(_get(s.management, CLUSTERRESOURCESETS, bundle.bundle_name(s.disabled), s.namespace)) is None
-
-
-def _bootstrap_taints(s: Setup, cluster: str) -> dict[str, list[Object]]:
-    """Topology entry name to the taints of the KubeadmConfigTemplate its MD uses."""
-    mds = s(
-        s.management.request(
-            "GET",
-            c.MACHINEDEPLOYMENTS,
-            namespace=s.namespace,
-            params={"labelSelector": f"{c.CLUSTER_NAME_LABEL}={cluster}"},
-        )
-    )["items"]
-    out = {}
-    for md in mds:
-        ref = md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"]
-        template = s(s.management.get(c.KUBEADMCONFIGTEMPLATES, ref, s.namespace))
-        registration = template["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]
-        out[md["metadata"]["labels"][c.TOPOLOGY_DEPLOYMENT_LABEL]] = registration.get("taints", [])
-    return out
+    assert (
+        s(get_or_none(s.management, CLUSTERRESOURCESETS, bundle.bundle_name(s.disabled), s.namespace)) is None
+    )
 
 
 def test_the_topology_patch_taints_the_autoscaled_classes_only(setup: Setup) -> None:
@@ -227,38 +100,21 @@ def test_the_topology_patch_taints_the_autoscaled_classes_only(setup: Setup) -> 
     expected = {"system": [], "c3-4": [taint], "c3-8": [taint], "c3-16": []}
 
     def patched() -> dict[str, list[Object]] | None:
-        taints = _bootstrap_taints(s, s.enabled)
+        taints = bootstrap_taints(s, s.enabled)
         return taints if taints == expected else None
 
     s.wait_for(f"bootstrap taints {expected}", patched)
     untouched = {"system": [], "c3-4": [], "c3-8": [], "c3-16": []}
     s.wait_for(
-        "no taint on the Cluster without the variable", lambda: _bootstrap_taints(s, s.disabled) == untouched
+        "no taint on the Cluster without the variable", lambda: bootstrap_taints(s, s.disabled) == untouched
     )
-
-
-def _credential(s: Setup, tmp: Path) -> Path:
-    """The delivered kubeconfig, written where a client can read it."""
-    kubeconfig = s.wait_for("the credential in the workload cluster", lambda: _delivered_kubeconfig(s))
-    path = tmp / "management.kubeconfig"
-    path.write_text(kubeconfig)
-    return path
-
-
-def _status(s: Setup, call: Coroutine[Any, Any, Object]) -> int:
-    """The HTTP status of a request: 200 when it went through."""
-    try:
-        s(call)
-    except ApiError as error:
-        return error.status
-    return 200
 
 
 def test_the_delivered_credential_can_do_its_job_in_its_namespace_and_nothing_else(
     setup: Setup, tmp_path: Path
 ) -> None:
     s = setup
-    holder = s(Client.connect(str(_credential(s, tmp_path))))
+    holder = s(Client.connect(str(credential(s, tmp_path))))
     mds = s(
         s.management.request(
             "GET",
@@ -275,7 +131,7 @@ def test_the_delivered_credential_can_do_its_job_in_its_namespace_and_nothing_el
     )
     replicas = {"spec": {"replicas": scale["spec"].get("replicas", 0)}}  # 0 is left out
     assert (
-        _status(
+        status_of(
             s, holder.patch(c.MACHINEDEPLOYMENTS, name, replicas, namespace=s.namespace, subresource="scale")
         )
         == 200
@@ -296,58 +152,29 @@ def test_the_delivered_credential_can_do_its_job_in_its_namespace_and_nothing_el
     target = s.wait_for("a Machine of the Cluster", machine)
     note = {"metadata": {"annotations": {"kapstan.io/e2e": "annotated"}}}
     assert (
-        _status(s, holder.patch(c.MACHINES, target["metadata"]["name"], note, namespace=s.namespace)) == 200
+        status_of(s, holder.patch(c.MACHINES, target["metadata"]["name"], note, namespace=s.namespace)) == 200
     )
     # Denied: Secrets (CAPI keeps every Cluster's kubeconfig there), another namespace's MDs, deleting
     # the Cluster, and reading the Cluster next door by name.
-    assert _status(s, holder.get(SECRETS, f"{s.enabled}-kubeconfig", s.namespace)) == 403
-    assert _status(s, holder.request("GET", SECRETS, namespace=s.namespace)) == 403
-    assert _status(s, holder.request("GET", c.MACHINEDEPLOYMENTS, namespace="default")) == 403
+    assert status_of(s, holder.get(SECRETS, f"{s.enabled}-kubeconfig", s.namespace)) == 403
+    assert status_of(s, holder.request("GET", SECRETS, namespace=s.namespace)) == 403
+    assert status_of(s, holder.request("GET", c.MACHINEDEPLOYMENTS, namespace="default")) == 403
     assert (
-        _status(
+        status_of(
             s, holder.patch(c.MACHINEDEPLOYMENTS, name, replicas, namespace="default", subresource="scale")
         )
         == 403
     )
-    assert _status(s, holder.delete(c.CLUSTERS, s.enabled, s.namespace)) == 403
-    assert _status(s, holder.delete(c.MACHINES, target["metadata"]["name"], s.namespace)) == 403
-    assert _status(s, holder.get(c.CLUSTERS, s.disabled, s.namespace)) == 403
-
-
-def _pending_workload(namespace: str) -> list[Object]:
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "inflate", "namespace": namespace},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": "inflate"}},
-                "template": {
-                    "metadata": {"labels": {"app": "inflate"}},
-                    "spec": {
-                        # Only a node of the default NodePool will do, not the system pool's.
-                        "nodeSelector": {"karpenter.sh/nodepool": bundle.DEFAULT_NODEPOOL},
-                        "containers": [
-                            {
-                                "name": "pause",
-                                "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}},
-                            }
-                        ],
-                    },
-                },
-            },
-        },
-    ]
+    assert status_of(s, holder.delete(c.CLUSTERS, s.enabled, s.namespace)) == 403
+    assert status_of(s, holder.delete(c.MACHINES, target["metadata"]["name"], s.namespace)) == 403
+    assert status_of(s, holder.get(c.CLUSTERS, s.disabled, s.namespace)) == 403
 
 
 def test_an_autoscaler_started_as_rendered_with_the_delivered_credential_provisions_a_node(
     setup: Setup, tmp_path: Path
 ) -> None:
     s = setup
-    management = _credential(s, tmp_path)
+    management = credential(s, tmp_path)
     delivered = s(s.workload.get(DEPLOYMENTS, rbac.NAME, rbac.DEFAULT_NAMESPACE))
     (container,) = delivered["spec"]["template"]["spec"]["containers"]
     # The Deployment's own command and arguments; only what a pod gets from its surroundings is replaced:
@@ -366,7 +193,7 @@ def test_an_autoscaler_started_as_rendered_with_the_delivered_credential_provisi
     pid = procs.start(s.sandbox.directory, name, argv)
     app_ns = f"{s.namespace}-app"
     try:
-        s(apply(s.workload, _pending_workload(app_ns)))
+        s(apply(s.workload, pending_workload(app_ns)))
 
         def running() -> bool:
             pods = s(s.workload.request("GET", kinds.PODS, namespace=app_ns))["items"]
@@ -387,26 +214,18 @@ def test_an_autoscaler_started_as_rendered_with_the_delivered_credential_provisi
         # Let kapstan take its node away again before it stops, so nothing is left for the next test.
         s(s.workload.delete(kinds.NAMESPACES, app_ns))
         for claim in s(s.workload.request("GET", kinds.NODECLAIMS))["items"]:
-            s(_absent(s.workload.delete(kinds.NODECLAIMS, claim["metadata"]["name"])))
+            s(absent(s.workload.delete(kinds.NODECLAIMS, claim["metadata"]["name"])))
         deadline = time.monotonic() + 90
         while s(s.workload.request("GET", kinds.NODECLAIMS))["items"] and time.monotonic() < deadline:
             time.sleep(0.5)
         procs.stop(s.sandbox.directory, name, pid)
 
 
-async def _absent(call: Coroutine[Any, Any, Object]) -> None:
-    try:
-        await call
-    except ApiError as error:
-        if not error.not_found:
-            raise
-
-
 def test_turning_the_variable_off_removes_the_label_crs_credential_and_workload_install(
     setup: Setup, tmp_path: Path
 ) -> None:
     s = setup
-    holder = s(Client.connect(str(_credential(s, tmp_path))))
+    holder = s(Client.connect(str(credential(s, tmp_path))))
     cluster = s(s.management.get(c.CLUSTERS, s.enabled, s.namespace))
     variables = [
         {"name": VARIABLE, "value": {**ENABLED, "enabled": False}} if v["name"] == VARIABLE else v
@@ -433,25 +252,27 @@ def test_turning_the_variable_off_removes_the_label_crs_credential_and_workload_
         (SERVICEACCOUNTS, sa),
         (ROLES, sa),
     ):
-        assert s(_get(s.management, resource, name, s.namespace)) is None, f"{resource.kind} {name} is left"
+        assert s(get_or_none(s.management, resource, name, s.namespace)) is None, (
+            f"{resource.kind} {name} is left"
+        )
 
     # The token is revoked with its Secret. The API server notices through its informers, so for a moment
     # the token may still authenticate, but with the RoleBinding gone it is already powerless (403).
     def revoked() -> bool:
-        status = _status(s, holder.request("GET", c.MACHINEDEPLOYMENTS, namespace=s.namespace))
+        status = status_of(s, holder.request("GET", c.MACHINEDEPLOYMENTS, namespace=s.namespace))
         assert status in (401, 403), status
         return status == 401
 
     s.wait_for("the delivered token to be refused", revoked, timeout=60)
-    assert s(_get(s.workload, CLUSTERROLES, rbac.NAME)) is None
-    assert s(_get(s.workload, kinds.NODEPOOLS, bundle.DEFAULT_NODEPOOL)) is None
+    assert s(get_or_none(s.workload, CLUSTERROLES, rbac.NAME)) is None
+    assert s(get_or_none(s.workload, kinds.NODEPOOLS, bundle.DEFAULT_NODEPOOL)) is None
     s.wait_for(
         "kapstan's namespace to be deleted from the workload cluster",
-        lambda: s(_get(s.workload, kinds.NAMESPACES, rbac.DEFAULT_NAMESPACE)) is None,
+        lambda: s(get_or_none(s.workload, kinds.NAMESPACES, rbac.DEFAULT_NAMESPACE)) is None,
         timeout=120,
     )
     # The topology controller drops the taint patch too (a rollout of the autoscaled pools' templates).
     s.wait_for(
         "the taint to leave the bootstrap templates",
-        lambda: all(not t for t in _bootstrap_taints(s, s.enabled).values()),
+        lambda: all(not t for t in bootstrap_taints(s, s.enabled).values()),
     )
