@@ -8,7 +8,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from test_disruption_loop import World, _scenario
+from loop_world import World, scenario
 
 from controllers.controller_helpers import eventually, running, unique
 from kapstan.api.wellknown import NODES_HEALTHY
@@ -63,4 +63,4 @@ def test_an_unhealthy_pool_keeps_its_empty_node_until_it_recovers(sandbox: Sandb
         pool = await w.client.get(NODEPOOLS, w.pool)
         assert (cond.find(pool, NODES_HEALTHY) or {}).get("status") == "True"
 
-    _scenario(sandbox, body)
+    scenario(sandbox, body)
