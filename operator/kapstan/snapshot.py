@@ -1,7 +1,8 @@
 """Manifests in, the solver's `Snapshot` out: the one place where Kubernetes objects become plain data.
 
 Pending pods are the workloads' pods (named `<workload>-<i>`) and the bare Pods not bound to a node, in
-manifest order; bound Pods sit on their Nodes; in-flight NodeClaims become nodes of their flavor;
+manifest order; bound Pods sit on their Nodes; the pods of a node being deleted are pending again, but for
+those kube-scheduler still counts where they are for a pending pod's hard constraints (`snapshot_leaving`); in-flight NodeClaims become nodes of their flavor;
 DaemonSets become per-node overhead, and room set aside on the nodes that do not run their pod yet;
 NodePools get their limits, their usage and the catalog's flavors. This is the entry point; how pods are
 converted is `snapshot_pods`, how nodes and in-flight claims are `snapshot_nodes`, the DaemonSets' room
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from kapstan.api import core
 from kapstan.api.errors import ManifestError
 from kapstan.api.karpenter import NODECLASS_GROUP, NODECLASS_KIND
 from kapstan.api.karpenter import NodePool as NodePoolObject
@@ -22,6 +24,7 @@ from kapstan.catalog.catalog import SkipSource
 from kapstan.scheduling.model import InstanceType, NodePool, NodeSelectorRequirement, Pod, Snapshot
 from kapstan.snapshot_bounds import check_pod_count, check_request_totals, saturated
 from kapstan.snapshot_daemons import daemonsets_by_node, reserve_daemonset_room
+from kapstan.snapshot_leaving import counted_until_evicted
 from kapstan.snapshot_nodes import (
     claims_by_node,
     claims_on_the_way,
@@ -75,6 +78,7 @@ def build_simulation_input(
     on_the_way = claims_on_the_way(manifests, claims, instance_types)
     daemonsets = tuple(convert_daemonset(ds, namespace_labels) for ds in manifests.daemonsets)
     pods = manifests.pods()
+    staying = _counted_until_evicted(pods, deleting, namespace_labels)
     # The nodes without their pods first: what their DaemonSets will take is not room for pending pods.
     shells = reserve_daemonset_room(
         [
@@ -88,6 +92,12 @@ def build_simulation_input(
         daemonsets,
         daemonsets_by_node(pods),
     )
+    # A deleting node that still holds pods kube-scheduler counts is kept, with no room (snapshot_leaving).
+    shells += [
+        replace(convert_node(node, (), claims.get(node.name)), allocatable={})
+        for node in manifests.nodes
+        if node.name in deleting and node.name in staying.values()
+    ]
     allocatable_of = {node.name: node.allocatable for node in shells}
     room = {node: dict(allocatable_of.get(node, allocatable)) for node, allocatable in on_the_way.values()}
     pending: list[Pod] = []
@@ -95,7 +105,7 @@ def build_simulation_input(
     for pod in pods:
         if pod.finished or (not pod.spec.node_name and owned_by_daemonset(pod)):
             continue
-        if pod.spec.node_name in deleting:
+        if pod.spec.node_name in deleting and id(pod) not in staying:
             # Karpenter reschedules these at once rather than after their eviction.
             if reschedulable(pod):
                 pending.append(convert_pod(pod, namespace_labels))
@@ -122,6 +132,30 @@ def build_simulation_input(
     )
     check_request_totals(snapshot)
     return SimulationInput(snapshot, catalog)
+
+
+def _counted_until_evicted(
+    pods: list[core.Pod], deleting: set[str], namespace_labels: Mapping[str, Mapping[str, str]]
+) -> dict[int, str]:
+    """The pods of deleting nodes that stay where they are in the snapshot (``snapshot_leaving``), by
+    ``id``, to their node's name; converted only when some node is being deleted, the rare case."""
+    if not deleting:
+        return {}
+    leaving = {
+        id(pod): pod
+        for pod in pods
+        if pod.spec.node_name in deleting and not pod.finished and pod.metadata.deletion_timestamp is None
+    }
+    if not leaving:
+        return {}
+    unbound = [
+        convert_pod(pod, namespace_labels)
+        for pod in pods
+        if not pod.spec.node_name and not pod.finished and not owned_by_daemonset(pod)
+    ]
+    converted = {key: convert_pod(pod, namespace_labels) for key, pod in leaving.items()}
+    kept = counted_until_evicted(converted.values(), unbound)
+    return {key: str(pod.spec.node_name) for key, pod in leaving.items() if converted[key].key in kept}
 
 
 def _instance_types(manifests: Manifests, catalog: Catalog) -> dict[str, InstanceType]:
