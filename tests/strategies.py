@@ -7,6 +7,8 @@ several zones; existing nodes with pods; DaemonSets; pods with every kind of con
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from builders import GI, MI, make_flavor, make_node, make_pod
@@ -148,6 +150,9 @@ def snapshots(draw: st.DrawFn, max_pods: int = 25) -> Snapshot:
     for i in range(draw(st.integers(0, 3))):
         flavor = draw(st.sampled_from(catalog))
         bound = tuple(draw(pods(f"run{i}-", draw(st.integers(0, 2)))))
+        if bound and draw(st.integers(0, 3)) == 0:
+            # A pod in its grace period: spread constraints no longer count it, affinity still does.
+            bound = (replace(bound[0], terminating=True), *bound[1:])
         fits = sum(p.requests["cpu"] for p in bound) <= flavor.allocatable["cpu"]
         node = make_node(f"node{i}", flavor, zone=draw(st.sampled_from(ZONES)), pods=bound if fits else ())
         nodes.append(node)

@@ -117,6 +117,7 @@ def convert_pod(pod: core.Pod, namespace_labels: Mapping[str, Mapping[str, str]]
             if constraint is not None
         ),
         host_ports=tuple(HostPort(p.host_port, p.protocol, p.host_ip) for p in spec.host_ports()),
+        terminating=bool(spec.node_name) and pod.metadata.deletion_timestamp is not None,
     )
 
 

@@ -62,7 +62,8 @@ def full_snapshot() -> m.Snapshot:
         usage={m.CPU: 1000},
         instance_types=("big",),
     )
-    node = make_node("n1", flavor, pods=(pod,), taints=(TAINT,), node_pool="default", unschedulable=True)
+    bound = dataclasses.replace(pod, terminating=True)
+    node = make_node("n1", flavor, pods=(bound,), taints=(TAINT,), node_pool="default", unschedulable=True)
     return snapshot(
         [dataclasses.replace(pod, name="web-1")],
         (flavor,),

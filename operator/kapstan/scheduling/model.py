@@ -209,6 +209,9 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    terminating: bool = False
+    """A bound pod being deleted: it holds its room and inter-pod affinity still counts it, but
+    kube-scheduler's PodTopologySpread no longer does (it skips pods with a deletionTimestamp)."""
 
     @property
     def key(self) -> str:

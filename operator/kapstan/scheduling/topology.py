@@ -52,14 +52,18 @@ class NodeFilter:
 @dataclass(frozen=True)
 class Group:
     """Pods picked by `selector` in `namespaces` (None: every namespace), counted per `key` value on the
-    nodes `nodes` admits (None: every node)."""
+    nodes `nodes` admits (None: every node). A `spread` group (a topology spread constraint's) leaves
+    terminating pods out, as kube-scheduler's PodTopologySpread does; an affinity term's counts them."""
 
     key: str
     namespaces: frozenset[str] | None
     selector: LabelSelector
     nodes: NodeFilter | None = None
+    spread: bool = False
 
     def selects(self, pod: Pod) -> bool:
+        if self.spread and pod.terminating:
+            return False
         if self.namespaces is not None and pod.namespace not in self.namespaces:
             return False
         return self.selector.matches(pod.labels)
@@ -97,6 +101,7 @@ def spread_group(pod: Pod, constraint: TopologySpreadConstraint) -> Group:
         frozenset({pod.namespace}),
         constraint.selector,
         spread_filter(pod, constraint),
+        spread=True,
     )
 
 

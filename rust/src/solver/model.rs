@@ -289,6 +289,9 @@ pub struct Pod {
     pub tolerations: Vec<Toleration>,
     pub spread: Vec<TopologySpreadConstraint>,
     pub host_ports: Vec<HostPort>,
+    /// A bound pod being deleted: it holds its room and inter-pod affinity still counts it, but
+    /// kube-scheduler's PodTopologySpread no longer does.
+    pub terminating: bool,
 }
 
 impl Pod {

@@ -48,6 +48,7 @@ pub fn pod(name: &str, milli_cpu: i64) -> Value {
         "tolerations": [],
         "spread": [],
         "host_ports": [],
+        "terminating": false,
     })
 }
 

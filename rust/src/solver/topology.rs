@@ -45,10 +45,16 @@ pub struct Group {
     pub selector: LabelSelector,
     /// The nodes it counts on; None: every node.
     pub nodes: Option<NodeFilter>,
+    /// A topology spread constraint's group: it leaves terminating pods out, as kube-scheduler's
+    /// PodTopologySpread does; an affinity term's group counts them.
+    pub spread: bool,
 }
 
 impl Group {
     pub fn selects(&self, pod: &Pod) -> bool {
+        if self.spread && pod.terminating {
+            return false;
+        }
         if let Some(ns) = &self.namespaces {
             if !ns.contains(&pod.namespace) {
                 return false;
@@ -69,6 +75,7 @@ pub fn term_group(term: &PodAffinityTerm) -> Group {
         namespaces,
         selector: term.selector.clone(),
         nodes: None,
+        spread: false,
     }
 }
 
@@ -121,6 +128,7 @@ pub fn spread_group(
         namespaces: Some(BTreeSet::from([pod.namespace.clone()])),
         selector: constraint.selector.clone(),
         nodes,
+        spread: true,
     }
 }
 
