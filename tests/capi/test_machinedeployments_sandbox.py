@@ -215,9 +215,8 @@ def test_worker_classes_launch_through_the_topology(sandbox: Sandbox) -> None:
     run_on_sandbox(sandbox, scenario)
 
 
-class _StatusRacingClient:
-    """A client that writes the MD's status just before each scale write is sent, as CAPI's
-    MachineDeployment controller does between our read and our write, and counts the scale writes."""
+class _ScaleWriteCounter:
+    """A client that counts the scale writes it sends."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -229,11 +228,20 @@ class _StatusRacingClient:
     async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
         if kwargs.get("subresource") == "scale":
             self.scale_writes += 1
-            status = {"status": {"observedGeneration": 100 + self.scale_writes}}
-            await self._client.patch(
-                resource, name, status, namespace=kwargs["namespace"], subresource="status"
-            )
+            await self._before_scale(resource, name, kwargs["namespace"])
         return await self._client.patch(resource, name, patch, **kwargs)
+
+    async def _before_scale(self, resource: Resource, name: str, namespace: str) -> None:
+        """What happens between the provider's read and its scale write: nothing here."""
+
+
+class _StatusRacingClient(_ScaleWriteCounter):
+    """A client that writes the MD's status just before each scale write is sent, as CAPI's
+    MachineDeployment controller does between our read and our write, and counts the scale writes."""
+
+    async def _before_scale(self, resource: Resource, name: str, namespace: str) -> None:
+        status = {"status": {"observedGeneration": 100 + self.scale_writes}}
+        await self._client.patch(resource, name, status, namespace=namespace, subresource="status")
 
 
 def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: Sandbox) -> None:
@@ -250,22 +258,6 @@ def test_a_status_write_between_read_and_scale_does_not_fail_the_scale(sandbox: 
         assert await machine_names(client, source) == sorted([a.ref.name, b.ref.name])
 
     run_on_sandbox(sandbox, scenario)
-
-
-class _ScaleWriteCounter:
-    """A client that counts the scale writes it sends."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.scale_writes = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
-        if kwargs.get("subresource") == "scale":
-            self.scale_writes += 1
-        return await self._client.patch(resource, name, patch, **kwargs)
 
 
 def test_parallel_launches_on_one_md_are_one_replicas_write(sandbox: Sandbox) -> None:
