@@ -19,9 +19,11 @@ from e2e_helpers import E2E
 
 from kapstan.api.wellknown import DISRUPTION_COMMAND_ANNOTATION, DISRUPTION_REPLACEMENT_ANNOTATION
 from kapstan.capi import contract as c
+from kapstan.kube.client import Object
 from kapstan.kube.kinds import NODES
 from kapstan.local import article
 from kapstan.local.apply import apply
+from kapstan.local.operator import OperatorProcess
 
 pytestmark = pytest.mark.sandbox
 
@@ -73,23 +75,31 @@ def test_four_half_used_nodes_become_two_without_breaking_the_pdb(e2e: E2E) -> N
     assert "disrupting via underutilized delete: removing" in run.operators[0].log(600)
 
 
-def test_one_large_node_is_replaced_by_two_cheaper_small_ones(e2e: E2E) -> None:
+def _app_on_one_large_node(e2e: E2E) -> tuple[OperatorProcess, Object]:
+    """Two 3-CPU ``app`` pods Running on one c3-16 (MD ``large``, 0.5/h) of an underutilized NodePool: the
+    operator that put them there and the c3-16's NodeClaim."""
     run = e2e.run
-    ns = run.namespace
     e2e(
         run.setup(
-            priced(article.standalone(ns, run.cluster, {"large": "c3-16"}), "0.5"),
-            [article.deployment("app", ns, run.id, 2, "3")],
+            priced(article.standalone(run.namespace, run.cluster, {"large": "c3-16"}), "0.5"),
+            [article.deployment("app", run.namespace, run.id, 2, "3")],
             disruption=UNDERUTILIZED,
         )
     )
-    run.start_operator()
+    operator = run.start_operator()
 
     async def running() -> bool:
         return await run.running_pods("app") == 2
 
     e2e(run.wait_for("both app pods Running on the c3-16", running, 180))
     [large] = e2e(run.claims())
+    return operator, large
+
+
+def test_one_large_node_is_replaced_by_two_cheaper_small_ones(e2e: E2E) -> None:
+    run = e2e.run
+    ns = run.namespace
+    _, large = _app_on_one_large_node(e2e)
     assert large["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "c3-16"
     # A cheaper flavor appears: two c3-8 at 0.2/h hold both pods for less than one c3-16 at 0.5/h.
     e2e(apply(run.clients[1], priced(article.flavor_pool("small", ns, run.cluster, "c3-8"), "0.2")))
@@ -135,20 +145,7 @@ def test_one_large_node_is_replaced_by_two_cheaper_small_ones(e2e: E2E) -> None:
 def test_a_restart_in_the_middle_of_a_replace_leaves_no_orphan_and_finishes_or_rolls_back(e2e: E2E) -> None:
     run = e2e.run
     ns = run.namespace
-    e2e(
-        run.setup(
-            priced(article.standalone(ns, run.cluster, {"large": "c3-16"}), "0.5"),
-            [article.deployment("app", ns, run.id, 2, "3")],
-            disruption=UNDERUTILIZED,
-        )
-    )
-    first = run.start_operator()
-
-    async def running() -> bool:
-        return await run.running_pods("app") == 2
-
-    e2e(run.wait_for("both app pods Running on the c3-16", running, 180))
-    [large] = e2e(run.claims())
+    first, large = _app_on_one_large_node(e2e)
     # The replacements boot 20 s after their Machines appear: the kill lands while the replace waits.
     small = article.flavor_pool("small", ns, run.cluster, "c3-8", boot_delay_seconds=20)
     e2e(apply(run.clients[1], priced(small, "0.2")))
