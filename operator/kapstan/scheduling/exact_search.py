@@ -67,10 +67,7 @@ def patterns(
         for other, n in enumerate(counts):
             if n and other != shape and against[other]:
                 return False
-        for u, r, cap_ in zip(used, requests[shape], column.net, strict=True):
-            if u + r > cap_:
-                return False
-        return True
+        return all(u + r <= cap_ for u, r, cap_ in zip(used, requests[shape], column.net, strict=True))
 
     def extend(shape: int) -> bool:
         if shape == len(demand):
