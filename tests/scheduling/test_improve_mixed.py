@@ -7,7 +7,7 @@ from builders import GI, make_flavor, make_pod, snapshot
 from kapstan.bench.workloads import capi_catalog
 from kapstan.scheduling import solve
 from kapstan.scheduling.greedy import Scheduler
-from kapstan.scheduling.mixed import MixedSplit, split
+from kapstan.scheduling.mixed import MixedSplit, splits
 from kapstan.scheduling.model import CPU, MEMORY, Snapshot
 from kapstan.scheduling.validator import validate
 
@@ -22,11 +22,16 @@ def batch_and_cache(flavors: tuple[object, ...]) -> Snapshot:
     return snapshot(pods, flavors=flavors)  # type: ignore[arg-type]
 
 
-def greedy_split(snap: Snapshot) -> MixedSplit | None:
+def greedy_splits(snap: Snapshot) -> list[MixedSplit]:
     scheduler = Scheduler(snap)
     assert scheduler.schedule() == {}
     claims = tuple(scheduler.claims)
-    return split(claims, [p for c in claims for p in c.pods])
+    return splits(claims, [p for c in claims for p in c.pods])
+
+
+def greedy_split(snap: Snapshot) -> MixedSplit | None:
+    """The split the whole-node estimate rates best."""
+    return next(iter(greedy_splits(snap)), None)
 
 
 def test_cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_one() -> None:
@@ -47,6 +52,20 @@ def test_cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_on
     assert len(parts.cpu_rich) + len(parts.rest) == 32
     ratio = [p.requests[MEMORY] / p.requests[CPU] for p in parts.cpu_rich + parts.rest]
     assert max(ratio[: len(parts.cpu_rich)]) <= min(ratio[len(parts.cpu_rich) :])
+
+
+def test_the_move_also_offers_the_best_split_of_the_next_size_of_the_cpu_rich_part() -> None:
+    flavors = (
+        make_flavor("g-32", 8, 32 * GI, price=0.2032),
+        make_flavor("g-64", 16, 64 * GI, price=0.4064),
+        make_flavor("c-16", 8, 16 * GI, price=0.1836),
+    )
+    offered = greedy_splits(batch_and_cache(flavors))
+    # The estimate's best fills two c-16 with the CPU-heavy pods; its best with one c-16 is offered
+    # second (first fit may pack it cheaper than the estimate says), and no third.
+    assert [len(parts.cpu_rich) for parts in offered] == [8, 4]
+    assert all(p.name.startswith("batch-") for p in offered[1].cpu_rich)
+    assert len(offered[1].rest) == 28
 
 
 def test_the_move_does_not_apply_when_every_flavor_has_one_shape() -> None:

@@ -26,7 +26,7 @@ from kapstan.scheduling.anchored import (
 )
 from kapstan.scheduling.greedy import Checks, Scheduler, biggest_first
 from kapstan.scheduling.greedy.order import interleaved
-from kapstan.scheduling.mixed import mixed_groups, split
+from kapstan.scheduling.mixed import MixedSplit, mixed_groups, splits
 from kapstan.scheduling.model import ZONE, Pod
 from kapstan.scheduling.targets import Claim, Flavor
 
@@ -259,39 +259,45 @@ def _repack(
 
 
 def _repack_mixed(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, floors: Floors) -> bool:
-    """The mixed-flavor move (mixed.py): its two parts placed one after the other, each on claims of its
-    own, kept only when all of them cost strictly less than the claims they replace."""
+    """The mixed-flavor move (mixed.py): each of its splits placed in turn, kept only when it costs
+    strictly less than the claims it replaces and than the splits placed before it; the cheapest stays."""
     pods = [p for c in claims for p in c.pods]
-    parts = split(claims, pods) if pods else None
-    if parts is None:
+    tries = splits(claims, pods) if pods else []
+    if not tries:
         return False
-    ceiling = sum(c.price for c in claims) - SAVING
+    before = sum(c.price for c in claims) - SAVING
     take_off(scheduler, claims)
-    rich = _replace(
-        scheduler,
-        interleaved(parts.cpu_rich),
-        parts.cpu_rich_flavors,
-        budget,
-        {},
-        floors,
-        ceiling,
-    )
-    if rich is None:
-        put_back(scheduler, claims)
-        return False
-    spent = sum(c.price for c in rich)
-    rest = _replace(
-        scheduler,
-        interleaved(parts.rest),
-        parts.rest_flavors,
-        budget,
-        {},
-        floors,
-        ceiling,
-        spent,
-    )
-    if rest is None:
-        take_off(scheduler, rich)
+    best: tuple[float, MixedSplit] | None = None
+    for at, parts in enumerate(tries):
+        if budget.left <= 0:
+            break
+        created = _place_split(
+            scheduler, parts, budget, floors, before if best is None else min(before, best[0])
+        )
+        if created is None:
+            continue
+        best = (sum(c.price for c in created), parts)
+        if at + 1 < len(tries):
+            take_off(scheduler, created)
+        else:
+            return True  # the last split is the cheapest placed: it stays where it is
+    if best is None or _place_split(scheduler, best[1], budget, floors, math.inf) is None:
         put_back(scheduler, claims)
         return False
     return True
+
+
+def _place_split(
+    scheduler: Scheduler, parts: MixedSplit, budget: Budget, floors: Floors, ceiling: float
+) -> list[Claim] | None:
+    """The split's parts placed one after the other, each on claims of its own; None (nothing left
+    behind) when a part cannot be placed or all of them reach `ceiling`."""
+    created: list[Claim] = []
+    for pods, flavors in parts.parts():
+        spent = sum(c.price for c in created)
+        placed = _replace(scheduler, interleaved(pods), flavors, budget, {}, floors, ceiling, spent)
+        if placed is None:
+            take_off(scheduler, created)
+            return None
+        created += placed
+    return created

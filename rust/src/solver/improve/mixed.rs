@@ -16,6 +16,7 @@ use crate::solver::targets::Claim;
 
 const MIX_GROUP: usize = 32;
 const MIX_GAIN: f64 = 0.01;
+const MIX_TRIES: usize = 2;
 
 /// A pod's place in the split order: memory per CPU, then `biggest_first`.
 type RatioKey = (f64, (i64, i64, String));
@@ -26,6 +27,16 @@ struct MixedSplit {
     cpu_rich_flavors: Vec<String>,
     rest: Vec<usize>,
     rest_flavors: Vec<String>,
+}
+
+impl MixedSplit {
+    /// The two parts in the order they are placed, each with its flavors.
+    fn parts(&self) -> [(&[usize], &[String]); 2] {
+        [
+            (&self.cpu_rich, &self.cpu_rich_flavors),
+            (&self.rest, &self.rest_flavors),
+        ]
+    }
 }
 
 impl Pass<'_> {
@@ -39,7 +50,7 @@ impl Pass<'_> {
             .map(|c| c.index)
             .collect();
         for group in mixed_groups(s, &free) {
-            if *self.budget <= 0 {
+            if self.budget <= 0 {
                 break;
             }
             if present(s, &group) {
@@ -48,8 +59,8 @@ impl Pass<'_> {
         }
     }
 
-    /// Its two parts placed one after the other, each on claims of its own, kept only when all of
-    /// them cost strictly less than the claims they replace.
+    /// Each of its splits placed in turn, kept only when it costs strictly less than the claims it
+    /// replaces and than the splits placed before it; the cheapest stays.
     fn repack_mixed(&mut self, s: &mut Scheduler, indexes: &[usize]) -> bool {
         let claims: Vec<&Claim> = indexes
             .iter()
@@ -59,32 +70,61 @@ impl Pass<'_> {
         if pods.is_empty() {
             return false;
         }
-        let Some(parts) = split(s, &claims, &pods) else {
+        let tries = splits(s, &claims, &pods);
+        if tries.is_empty() {
             return false;
-        };
-        let ceiling = claims.iter().fold(0.0, |acc, c| acc + c.price()) - SAVING;
+        }
+        let before = claims.iter().fold(0.0, |acc, c| acc + c.price()) - SAVING;
         let taken = take_off(s, indexes);
-        let anchored = AnchoredChecks::default();
-        let rich_names: Vec<&str> = parts.cpu_rich_flavors.iter().map(String::as_str).collect();
-        let rich_order = interleaved(&s.pods, &parts.cpu_rich);
-        let Some(rich) = self.replace(s, &rich_order, Some(&rich_names), &anchored, ceiling, 0.0)
-        else {
-            put_back(s, taken);
-            return false;
-        };
-        let spent = price_of(s, &rich);
-        let rest_names: Vec<&str> = parts.rest_flavors.iter().map(String::as_str).collect();
-        let rest_order = interleaved(&s.pods, &parts.rest);
-        if self
-            .replace(s, &rest_order, Some(&rest_names), &anchored, ceiling, spent)
-            .is_none()
-        {
-            drop(take_off(s, &rich));
+        let mut best: Option<(f64, usize)> = None;
+        for (at, parts) in tries.iter().enumerate() {
+            if self.budget <= 0 {
+                break;
+            }
+            let ceiling = best.map_or(before, |b| before.min(b.0));
+            let Some(created) = self.place_split(s, parts, ceiling) else {
+                continue;
+            };
+            best = Some((price_of(s, &created), at));
+            if at + 1 < tries.len() {
+                drop(take_off(s, &created));
+            } else {
+                // The last split is the cheapest placed: it stays where it is.
+                s.removed.extend(taken);
+                return true;
+            }
+        }
+        let placed = best.and_then(|(_, at)| self.place_split(s, &tries[at], f64::INFINITY));
+        if placed.is_none() {
             put_back(s, taken);
             return false;
         }
         s.removed.extend(taken);
         true
+    }
+
+    /// The split's parts placed one after the other, each on claims of its own; None (nothing left
+    /// behind) when a part cannot be placed or all of them reach `ceiling`.
+    fn place_split(
+        &mut self,
+        s: &mut Scheduler,
+        parts: &MixedSplit,
+        ceiling: f64,
+    ) -> Option<Vec<usize>> {
+        let anchored = AnchoredChecks::default();
+        let mut created: Vec<usize> = Vec::new();
+        for (pods, flavors) in parts.parts() {
+            let names: Vec<&str> = flavors.iter().map(String::as_str).collect();
+            let order = interleaved(&s.pods, pods);
+            let spent = price_of(s, &created);
+            let Some(placed) = self.replace(s, &order, Some(&names), &anchored, ceiling, spent)
+            else {
+                drop(take_off(s, &created));
+                return None;
+            };
+            created.extend(placed);
+        }
+        Some(created)
     }
 }
 
@@ -107,17 +147,21 @@ fn mixed_groups(s: &Scheduler, claims: &[usize]) -> Vec<Vec<usize>> {
     out
 }
 
-/// The move's two parts; None when no pair of flavors saves `MIX_GAIN` over the best single one on
-/// the pods' CPU and memory, or when the parts, as whole nodes, would not cost less than the claims.
-fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit> {
-    let (cpu_at, memory_at) = (s.names.position(CPU)?, s.names.position(MEMORY)?);
+/// The move's ways of splitting the pods in two, cheapest first by the whole-node estimate: for each
+/// count of the CPU-rich flavor's nodes its part fills, the split point that costs least, those that
+/// cost less than the claims, `MIX_TRIES` at most; none when no pair of flavors saves `MIX_GAIN` over
+/// the best single one on the pods' CPU and memory.
+fn splits(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<MixedSplit> {
+    let (Some(cpu_at), Some(memory_at)) = (s.names.position(CPU), s.names.position(MEMORY)) else {
+        return Vec::new();
+    };
     let flavors: Vec<&Rc<Flavor>> = s.pools[claims[0].view]
         .flavors
         .iter()
         .filter(|f| f.it.taints.is_empty() && f.net_dense[cpu_at] > 0 && f.net_dense[memory_at] > 0)
         .collect();
     if flavors.is_empty() {
-        return None;
+        return Vec::new();
     }
     let total = |at: usize| -> i128 { pods.iter().map(|&p| i128::from(s.requests[p][at])).sum() };
     let shape = [(cpu_at, total(cpu_at)), (memory_at, total(memory_at))];
@@ -136,12 +180,15 @@ fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit>
     let alone =
         (shape[0].1 as f64 * cheapest_per(cpu_at)).max(shape[1].1 as f64 * cheapest_per(memory_at));
     if alone >= single * (1.0 - MIX_GAIN) {
-        return None;
+        return Vec::new();
     }
-    let (pair_cost, rich, lean) =
-        cheapest_pair(&flavors, cpu_at, memory_at, shape[0].1, shape[1].1)?;
+    let Some((pair_cost, rich, lean)) =
+        cheapest_pair(&flavors, cpu_at, memory_at, shape[0].1, shape[1].1)
+    else {
+        return Vec::new();
+    };
     if pair_cost >= single * (1.0 - MIX_GAIN) {
-        return None;
+        return Vec::new();
     }
     let rich_family = within(&flavors, rich);
     let lean_family = within(&flavors, lean);
@@ -159,7 +206,9 @@ fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit>
         .collect();
     order_keys.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0).then_with(|| a.0 .1.cmp(&b.0 .1)));
     let order: Vec<usize> = order_keys.into_iter().map(|(_, p)| p).collect();
-    let (mut best_cost, mut best_at) = (f64::INFINITY, 0);
+    // Per count of the CPU-rich flavor's nodes the prefix fills, the cheapest split point (the first
+    // on a tie).
+    let mut best: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
     let mut taken = vec![0i128; keys.len()];
     for at in 0..=order.len() {
         if at > 0 {
@@ -170,21 +219,33 @@ fn split(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Option<MixedSplit>
         let left: Vec<i128> = totals.iter().zip(&taken).map(|(t, u)| t - u).collect();
         let cost = nodes_cost(rich, &rich_family, &keys, &taken)
             + nodes_cost(lean, &lean_family, &keys, &left);
-        if cost < best_cost {
-            (best_cost, best_at) = (cost, at);
+        if cost.is_infinite() {
+            continue; // a part some flavor of its pair lacks a resource for: never cheaper
+        }
+        // Finite, since the cost is: a whole count of nodes.
+        let size = nodes(rich, &keys, &taken).ceil() as i64;
+        let slot = best.entry(size).or_insert((f64::INFINITY, at));
+        if cost < slot.0 {
+            *slot = (cost, at);
         }
     }
-    let before = claims.iter().fold(0.0, |acc, c| acc + c.price());
-    if best_cost >= before - SAVING {
-        return None;
-    }
-    let names = |family: &[&Rc<Flavor>]| family.iter().map(|f| f.name().to_string()).collect();
-    Some(MixedSplit {
-        cpu_rich: order[..best_at].to_vec(),
-        cpu_rich_flavors: names(&rich_family),
-        rest: order[best_at..].to_vec(),
-        rest_flavors: names(&lean_family),
-    })
+    let before = claims.iter().fold(0.0, |acc, c| acc + c.price()) - SAVING;
+    let mut chosen: Vec<(f64, usize)> = best.into_values().filter(|b| b.0 < before).collect();
+    chosen.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let names = |family: &[&Rc<Flavor>]| -> Vec<String> {
+        family.iter().map(|f| f.name().to_string()).collect()
+    };
+    let (rich_names, lean_names) = (names(&rich_family), names(&lean_family));
+    chosen
+        .into_iter()
+        .take(MIX_TRIES)
+        .map(|(_, at)| MixedSplit {
+            cpu_rich: order[..at].to_vec(),
+            cpu_rich_flavors: rich_names.clone(),
+            rest: order[at..].to_vec(),
+            rest_flavors: lean_names.clone(),
+        })
+        .collect()
 }
 
 fn memory_per_cpu(requests: &[i64], cpu_at: usize, memory_at: usize) -> f64 {
@@ -264,10 +325,10 @@ fn within<'f>(flavors: &[&'f Rc<Flavor>], top: &Flavor) -> Vec<&'f Rc<Flavor>> {
         .collect()
 }
 
-/// What the amounts (at `keys`) cost as whole nodes: as many full nodes of `top` as they fill, and
-/// the cheapest flavor of the family that holds what is left over (its last claim shrinks to it).
-fn nodes_cost(top: &Flavor, family: &[&Rc<Flavor>], keys: &[usize], amounts: &[i128]) -> f64 {
-    let mut nodes = 0.0f64;
+/// How many of `top`'s nodes the amounts (at `keys`) fill, fractions counted, in the resource they
+/// fill most (infinite when it lacks one of them).
+fn nodes(top: &Flavor, keys: &[usize], amounts: &[i128]) -> f64 {
+    let mut filled = 0.0f64;
     for (&at, &amount) in keys.iter().zip(amounts) {
         if amount <= 0 {
             continue;
@@ -276,9 +337,19 @@ fn nodes_cost(top: &Flavor, family: &[&Rc<Flavor>], keys: &[usize], amounts: &[i
         if net <= 0 {
             return f64::INFINITY;
         }
-        nodes = nodes.max(amount as f64 / net as f64);
+        filled = filled.max(amount as f64 / net as f64);
     }
-    let full = nodes.floor();
+    filled
+}
+
+/// What the amounts (at `keys`) cost as whole nodes: as many full nodes of `top` as they fill, and
+/// the cheapest flavor of the family that holds what is left over (its last claim shrinks to it).
+fn nodes_cost(top: &Flavor, family: &[&Rc<Flavor>], keys: &[usize], amounts: &[i128]) -> f64 {
+    let filled = nodes(top, keys, amounts);
+    if filled.is_infinite() {
+        return f64::INFINITY;
+    }
+    let full = filled.floor();
     let whole = full as i128;
     let left: Vec<i128> = keys
         .iter()

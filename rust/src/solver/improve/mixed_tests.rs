@@ -1,9 +1,9 @@
-//! The mixed-flavor move's split with cargo alone: the twins of `test_improve_mixed.py`'s first two
-//! tests.
+//! The mixed-flavor move's splits with cargo alone: the twins of `test_improve_mixed.py`'s first
+//! three tests.
 
 use serde_json::{json, Value};
 
-use super::split;
+use super::splits;
 use crate::solver::greedy::Scheduler;
 use crate::solver::model::Snapshot;
 use crate::solver::targets::Claim;
@@ -39,24 +39,33 @@ fn batch_and_cache(flavors: Vec<Value>) -> Snapshot {
 /// flavors.
 type Parts = (Vec<String>, Vec<String>, usize, Vec<String>);
 
-/// The split of the greedy plan's claims.
-fn greedy_split(snapshot: &Snapshot) -> Option<Parts> {
+/// The splits of the greedy plan's claims, best first.
+fn greedy_splits(snapshot: &Snapshot) -> Vec<Parts> {
     let mut s = Scheduler::new(snapshot);
     assert!(s.schedule().is_empty());
     let claims: Vec<&Claim> = s.claims.iter().map(|c| &**c).collect();
     let pods: Vec<usize> = claims.iter().flat_map(|c| c.pods.iter().copied()).collect();
-    let parts = split(&s, &claims, &pods)?;
-    let names = parts
-        .cpu_rich
-        .iter()
-        .map(|&p| s.pods[p].name.clone())
-        .collect();
-    Some((
-        names,
-        parts.cpu_rich_flavors,
-        parts.rest.len(),
-        parts.rest_flavors,
-    ))
+    splits(&s, &claims, &pods)
+        .into_iter()
+        .map(|parts| {
+            let names = parts
+                .cpu_rich
+                .iter()
+                .map(|&p| s.pods[p].name.clone())
+                .collect();
+            (
+                names,
+                parts.cpu_rich_flavors,
+                parts.rest.len(),
+                parts.rest_flavors,
+            )
+        })
+        .collect()
+}
+
+/// The split the whole-node estimate rates best.
+fn greedy_split(snapshot: &Snapshot) -> Option<Parts> {
+    greedy_splits(snapshot).into_iter().next()
 }
 
 #[test]
@@ -72,6 +81,20 @@ fn cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_one() {
     assert_eq!(rich_flavors, ["c-16"]);
     assert_eq!(rest, 24);
     assert_eq!(rest_flavors, ["c-16", "g-32"]);
+}
+
+#[test]
+fn the_move_also_offers_the_best_split_of_the_next_size_of_the_cpu_rich_part() {
+    let snapshot = batch_and_cache(vec![
+        sized_flavor("g-32", 8, 32, 0.2032),
+        sized_flavor("g-64", 16, 64, 0.4064),
+        sized_flavor("c-16", 8, 16, 0.1836),
+    ]);
+    let offered = greedy_splits(&snapshot);
+    let sizes: Vec<usize> = offered.iter().map(|parts| parts.0.len()).collect();
+    assert_eq!(sizes, [8, 4]);
+    assert!(offered[1].0.iter().all(|name| name.starts_with("batch-")));
+    assert_eq!(offered[1].2, 28);
 }
 
 #[test]

@@ -28,22 +28,17 @@ const GROUP_LIMIT: usize = 16;
 const SAVING: f64 = 1e-9;
 
 pub fn improve(s: &mut Scheduler) {
-    let mut budget =
-        (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS);
     let groups = constrained_groups(s);
-    let mut cache = ChecksCache::default();
-    let mut floors = FloorCache::default();
-    let mut sort_keys: SortKeys = vec![None; s.pods.len()];
     let mut pass = Pass {
-        budget: &mut budget,
-        cache: &mut cache,
-        floors: &mut floors,
-        sort_keys: &mut sort_keys,
+        budget: (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS),
+        cache: ChecksCache::default(),
+        floors: FloorCache::default(),
+        sort_keys: vec![None; s.pods.len()],
         groups: &groups,
     };
     pass.mix(s);
     let mut improved = true;
-    while improved && budget > 0 {
+    while improved && pass.budget > 0 {
         let (held, free): (Vec<&Claim>, Vec<&Claim>) = s
             .claims
             .iter()
@@ -51,25 +46,18 @@ pub fn improve(s: &mut Scheduler) {
             .partition(|c| c.pods.iter().any(|&p| is_constrained(s, p, &groups)));
         let free: Vec<usize> = free.iter().map(|c| c.index).collect();
         let held: Vec<usize> = held.iter().map(|c| c.index).collect();
-        let mut pass = Pass {
-            budget: &mut budget,
-            cache: &mut cache,
-            floors: &mut floors,
-            sort_keys: &mut sort_keys,
-            groups: &groups,
-        };
         improved = pass.moves(s, &free);
         improved |= pass.zone_groups(s, &held);
     }
 }
 
-/// One round's shared state: the placements left, the pods' checks, the cheapest claim per pod
-/// shape, the pods' sort keys, the constrained groups.
+/// The pass's state across its moves: the placements left, the pods' checks, the cheapest claim per
+/// pod shape, the pods' sort keys, the constrained groups.
 struct Pass<'p> {
-    budget: &'p mut i64,
-    cache: &'p mut ChecksCache,
-    floors: &'p mut FloorCache,
-    sort_keys: &'p mut SortKeys,
+    budget: i64,
+    cache: ChecksCache,
+    floors: FloorCache,
+    sort_keys: SortKeys,
     groups: &'p HashSet<usize>,
 }
 
@@ -92,7 +80,7 @@ impl Pass<'_> {
             .values()
             .flat_map(|members| members.chunks(GROUP_LIMIT))
         {
-            if *self.budget <= 0 {
+            if self.budget <= 0 {
                 return improved;
             }
             if present(s, chunk) && self.repack(s, chunk) {
@@ -107,7 +95,7 @@ impl Pass<'_> {
     fn moves(&mut self, s: &mut Scheduler, movable: &[usize]) -> bool {
         let mut improved = false;
         for claim in movable {
-            if *self.budget <= 0 {
+            if self.budget <= 0 {
                 return improved;
             }
             if present(s, &[*claim]) && self.repack(s, &[*claim]) {
@@ -135,7 +123,7 @@ impl Pass<'_> {
         };
         for i in 0..ordered.len() {
             for j in i + 1..(i + 1 + window).min(ordered.len()) {
-                if *self.budget <= 0 {
+                if self.budget <= 0 {
                     return improved;
                 }
                 let pair = [ordered[i].2, ordered[j].2];
@@ -282,7 +270,7 @@ impl Pass<'_> {
     ) -> Option<Vec<usize>> {
         let mut created: Vec<usize> = Vec::new();
         for &pod in order {
-            *self.budget -= 1;
+            self.budget -= 1;
             let checks = self.checks_of(s, pod, anchored);
             let joined = created.iter().any(|&index| {
                 let at = s.position(index).expect("created claim");
@@ -332,7 +320,7 @@ impl Pass<'_> {
         let taken = take_off(s, indexes);
         let mut best: Option<(f64, Option<String>)> = None;
         for restrict in strategies {
-            if *self.budget <= 0 {
+            if self.budget <= 0 {
                 break;
             }
             let ceiling = match &best {
