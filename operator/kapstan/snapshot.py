@@ -11,7 +11,7 @@ on those nodes `snapshot_daemons`, and the bounds that keep the engines exact `s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kapstan.api import core
@@ -61,6 +61,7 @@ def build_simulation_input(
     *,
     skip: SkipSource | None = None,
     planned_on: Mapping[str, str] | None = None,
+    refused: Mapping[str, Iterable[str]] | None = None,
 ) -> SimulationInput:
     """Everything the solver needs from the manifests; `cluster` = (namespace, name) limits the catalog,
     `skip` makes flavor sources that cannot be described drop out instead of raising (`build_catalog`).
@@ -69,7 +70,10 @@ def build_simulation_input(
     that claim is on its way (launching, or its Node not Initialized yet), such a pod is on it in the
     snapshot, as if bound, rather than pending. So the next batch plans only the pods that have no claim
     yet, into the room the in-flight claims have left, and never re-packs the pods of in-flight claims
-    onto new ones (issue 14: re-planning them every batch launched 30% more nodes than one plan)."""
+    onto new ones (issue 14: re-planning them every batch launched 30% more nodes than one plan).
+
+    `refused` maps pending pods to the Nodes kube-scheduler would not bind them to though a plan put
+    them there (``controllers/scheduler_refusals.py``): those nodes are planned as having no room for them."""
     catalog = build_catalog(manifests, cluster, skip=skip)
     instance_types = _instance_types(manifests, catalog)
     namespace_labels = labels_of_namespaces(manifests)
@@ -118,7 +122,11 @@ def build_simulation_input(
             bound.setdefault(claim_node, []).append(converted)
         else:
             pending.append(converted)
-    nodes = [replace(node, pods=tuple(bound.get(node.name, ()))) for node in shells]
+    turned_away = _refused_by_node(refused or {})
+    nodes = [
+        replace(node, pods=tuple(bound.get(node.name, ())), refused=turned_away.get(node.name, ()))
+        for node in shells
+    ]
     usage = pool_usage(manifests, instance_types)
     snapshot = Snapshot(
         pods=tuple(pending),
@@ -156,6 +164,14 @@ def _counted_until_evicted(
     converted = {key: convert_pod(pod, namespace_labels) for key, pod in leaving.items()}
     kept = counted_until_evicted(converted.values(), unbound)
     return {key: str(pod.spec.node_name) for key, pod in leaving.items() if converted[key].key in kept}
+
+
+def _refused_by_node(refused: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    by_node: dict[str, set[str]] = {}
+    for pod, nodes in refused.items():
+        for node in nodes:
+            by_node.setdefault(node, set()).add(pod)
+    return {node: tuple(sorted(pods)) for node, pods in by_node.items()}
 
 
 def _instance_types(manifests: Manifests, catalog: Catalog) -> dict[str, InstanceType]:

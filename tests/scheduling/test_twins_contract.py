@@ -63,7 +63,15 @@ def full_snapshot() -> m.Snapshot:
         instance_types=("big",),
     )
     bound = dataclasses.replace(pod, terminating=True)
-    node = make_node("n1", flavor, pods=(bound,), taints=(TAINT,), node_pool="default", unschedulable=True)
+    node = make_node(
+        "n1",
+        flavor,
+        pods=(bound,),
+        taints=(TAINT,),
+        node_pool="default",
+        unschedulable=True,
+        refused=("default/web-1",),
+    )
     return snapshot(
         [dataclasses.replace(pod, name="web-1")],
         (flavor,),

@@ -274,6 +274,13 @@ class Node:
     pods: tuple[Pod, ...] = ()
     node_pool: str | None = None
     unschedulable: bool = False
+    refused: tuple[str, ...] = ()
+    """Keys of pending pods kube-scheduler would not bind here though a plan put them here (the
+    provisioner's safety net, ``controllers/scheduler_refusals.py``): this node has no room for them."""
+
+    def closed_to(self, pod: Pod) -> bool:
+        """Whether no pending pod ``pod`` may be planned here: cordoned for it, or refused here."""
+        return self.cordoned_for(pod) or pod.key in self.refused
 
     def cordoned_for(self, pod: Pod) -> bool:
         """Whether the node's cordon keeps the pod off: kube-scheduler's NodeUnschedulable admits a pod

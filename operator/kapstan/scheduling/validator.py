@@ -83,6 +83,11 @@ def _hosts(snapshot: Snapshot, plan: Plan, pods: Mapping[str, Pod], violations: 
         for key in plan.existing_nodes.get(node.name, ()):
             if key in pods:
                 host.placed.append(pods[key])
+        for pod in host.placed:
+            if pod.key in node.refused:
+                violations.append(
+                    f"kube-scheduler refused {pod.key} on node {node.name} but the plan places it there"
+                )
         if node.unschedulable:
             for pod in host.placed:
                 if untolerated(pod.tolerations, [CORDON_TAINT], prefer=False) is not None:

@@ -350,9 +350,24 @@ pub struct Node {
     pub taints: Vec<Taint>,
     pub pods: Vec<Pod>,
     pub unschedulable: bool,
+    /// Keys of pending pods kube-scheduler would not bind here though a plan put them here (the
+    /// provisioner's safety net): this node has no room for them.
+    pub refused: Vec<String>,
 }
 
 impl Node {
+    /// Whether `pod` may not be planned here: cordoned for it, or refused here.
+    pub fn closed_to(&self, pod: &Pod) -> bool {
+        if self.cordoned_for(pod) {
+            return true;
+        }
+        if self.refused.is_empty() {
+            return false;
+        }
+        let key = pod.key();
+        self.refused.contains(&key)
+    }
+
     /// Whether the node's cordon keeps the pod off: kube-scheduler's NodeUnschedulable admits a pod
     /// that tolerates the unschedulable taint (DaemonSet pods carry that toleration).
     pub fn cordoned_for(&self, pod: &Pod) -> bool {

@@ -170,7 +170,7 @@ class Checking:
 
     def fits_existing(self, target: ExistingTarget, checks: Checks) -> bool:
         node, pod = target.node, checks.pod
-        if node.cordoned_for(pod) or not res.fits(target.used, pod.requests, node.allocatable):
+        if node.closed_to(pod) or not res.fits(target.used, pod.requests, node.allocatable):
             return False
         if reqs.first_conflict(checks.requirements, node.labels) is not None:
             return False

@@ -280,7 +280,7 @@ impl Scheduler<'_> {
 
     pub(super) fn fits_existing(&self, target: &ExistingTarget, checks: &Checks) -> bool {
         let (node, pod) = (&target.node, &self.pods[checks.pod]);
-        if node.cordoned_for(pod)
+        if node.closed_to(pod)
             || !res::dense_fits(
                 &target.used,
                 &self.requests[checks.pod],
