@@ -40,6 +40,7 @@ from kapstan.api.wellknown import (
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.batcher import Batcher, BatchWindow
+from kapstan.controllers.scheduler_refusals import REFUSED_AFTER, REFUSED_REASON, Refusals
 from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
@@ -104,6 +105,8 @@ class Provisioner:
         """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
         self._left_out: dict[str, int] = {}
         """Pending pod key to how many claims planned for it came up without it (until it binds)."""
+        self.refusals = Refusals(clock)
+        """Pods planned onto an existing Node that kube-scheduler still refuses there (``scheduler_refusals``)."""
         self._planned_on: dict[str, str] = {}
         """Pending pod key to the NodeClaim a plan put it on; the snapshot keeps it there while the claim
         is on its way (``build_simulation_input``'s ``planned_on``)."""
@@ -117,6 +120,7 @@ class Provisioner:
         if event.type == "DELETED" or not _to_plan(event.object):
             self._pending.discard(key)
             self._left_out.pop(key, None)
+            self.refusals.forget(key)
             return
         self._pending.add(key)
         old = event.old
@@ -187,12 +191,14 @@ class Provisioner:
             f"{pod.namespace}/{pod.name}" for pod in gathered.manifests.pods() if not pod.spec.node_name
         }
         self._planned_on = {pod: claim for pod, claim in self._planned_on.items() if pod in unbound}
+        self._say_refused()
         try:
             simulation = build_simulation_input(
                 gathered.manifests,
                 (self.state.cluster.namespace, self.state.cluster.name),
                 skip=lambda source, error: skipped.append((source, error)),
                 planned_on=self._planned_on,
+                refused=self.refusals.refused,
             )
         except ManifestError as error:
             log.error("cannot build a snapshot: %s", error)
@@ -297,12 +303,37 @@ class Provisioner:
         counted_on = counted_on_nodes(plan)
         self.state.nominations.nominate(counted_on, 2 * self.window.maximum)
         notes: list[PodNote] = []
+        on_nodes: dict[str, tuple[str, ...]] = {}
         for node, keys in counted_on.items():
             kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
             if kind == "nodeclaim":  # a launching claim: the pods stay on it in the next snapshots
                 self._planned_on.update(dict.fromkeys(keys, node))
+            else:
+                on_nodes[node] = keys
             notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
+        if on_nodes:  # kube-scheduler binds them by itself; a look later finds those it still refuses
+            self.refusals.planned(on_nodes)
+            self._later.add(asyncio.get_running_loop().create_task(self._look_for_refusals()))
         return notes
+
+    async def _look_for_refusals(self) -> None:
+        try:
+            await self._clock.sleep(REFUSED_AFTER)
+            if self.refusals.waiting():
+                self.batcher.trigger()
+        finally:
+            task = asyncio.current_task()
+            if task is not None:
+                self._later.discard(task)
+
+    def _say_refused(self) -> None:
+        """The pods kube-scheduler still refuses on the node a plan put them on, said once each."""
+        self._pod_events(
+            [
+                (r.pod, "Warning", REFUSED_REASON, r.message)
+                for r in self.refusals.judge(self.state.pods.store)
+            ]
+        )
 
     def _ready_pools(self, gathered: Gathered) -> dict[str, Object]:
         """NodePools whose NodeClass exists; the others are left out of the snapshot (their status says
