@@ -155,18 +155,17 @@ def delivered_kubeconfig(s: Setup) -> str | None:
     return base64.b64decode(secret["data"]["kubeconfig"]).decode()
 
 
+def cluster_mds(s: Setup, cluster: str) -> list[Object]:
+    """The MachineDeployments of ``cluster``, as the management API server lists them."""
+    selector = {"labelSelector": f"{c.CLUSTER_NAME_LABEL}={cluster}"}
+    found = s(s.management.request("GET", c.MACHINEDEPLOYMENTS, namespace=s.namespace, params=selector))
+    return list(found["items"])
+
+
 def bootstrap_taints(s: Setup, cluster: str) -> dict[str, list[Object]]:
     """Topology entry name to the taints of the KubeadmConfigTemplate its MD uses."""
-    mds = s(
-        s.management.request(
-            "GET",
-            c.MACHINEDEPLOYMENTS,
-            namespace=s.namespace,
-            params={"labelSelector": f"{c.CLUSTER_NAME_LABEL}={cluster}"},
-        )
-    )["items"]
     out = {}
-    for md in mds:
+    for md in cluster_mds(s, cluster):
         ref = md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"]
         template = s(s.management.get(c.KUBEADMCONFIGTEMPLATES, ref, s.namespace))
         registration = template["spec"]["template"]["spec"]["joinConfiguration"]["nodeRegistration"]

@@ -23,6 +23,7 @@ from install_setup import (
     Setup,
     absent,
     bootstrap_taints,
+    cluster_mds,
     credential,
     delivered_kubeconfig,
     get_or_none,
@@ -115,15 +116,11 @@ def test_the_delivered_credential_can_do_its_job_in_its_namespace_and_nothing_el
 ) -> None:
     s = setup
     holder = s(Client.connect(str(credential(s, tmp_path))))
-    mds = s(
-        s.management.request(
-            "GET",
-            c.MACHINEDEPLOYMENTS,
-            namespace=s.namespace,
-            params={"labelSelector": f"{c.CLUSTER_NAME_LABEL}={s.enabled}"},
-        )
-    )["items"]
-    md = next(m for m in mds if m["metadata"]["labels"][c.TOPOLOGY_DEPLOYMENT_LABEL] == "c3-16")
+    md = next(
+        m
+        for m in cluster_mds(s, s.enabled)
+        if m["metadata"]["labels"][c.TOPOLOGY_DEPLOYMENT_LABEL] == "c3-16"
+    )
     name = md["metadata"]["name"]
     # Scale: read the scale subresource and write it back unchanged (authorized, and no Machine appears).
     scale = s(
