@@ -8,7 +8,8 @@ import asyncio
 import pytest
 from fake_cluster import World, world
 
-from kapstan.controllers.provisioner import REPLAN_AFTER, REPLAN_AFTER_MAX, Provisioner
+from kapstan.controllers.provisioner import Provisioner
+from kapstan.controllers.replans import REPLAN_AFTER, REPLAN_AFTER_MAX
 from kapstan.kube.client import Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import PODS

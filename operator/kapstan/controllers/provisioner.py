@@ -40,6 +40,7 @@ from kapstan.api.wellknown import (
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.batcher import Batcher, BatchWindow
+from kapstan.controllers.replans import Replans
 from kapstan.controllers.scheduler_refusals import REFUSED_AFTER, REFUSED_REASON, Refusals
 from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
 from kapstan.kube.client import Object
@@ -61,12 +62,6 @@ PodNote = tuple[str, EventType, str, str]
 """An Event to write on a pod: its key, the Event's type, reason and message."""
 
 
-REPLAN_AFTER = 20.0
-"""Seconds after a claim came up Initialized that the pods planned on it and still unbound are planned
-again: two batch windows, how long Karpenter keeps a node nominated for the pods it expects there."""
-REPLAN_AFTER_MAX = 320.0
-"""The most that wait grows to: each claim that comes up without the pod doubles it, or a pod every node
-refuses (a taint nobody declared) buys one each 30 s (12 in 5 minutes, chaos scenario 4; the bar is 10)."""
 CLAIM_WATCH_WAIT = 10.0
 """Seconds a batch waits at most for the informer to show a claim the previous batch created."""
 CREATES_AT_ONCE = 16
@@ -97,14 +92,13 @@ class Provisioner:
         self.window = window or BatchWindow()
         self.batcher = Batcher(self.window, clock)
         self._clock = clock
+        self.replans = Replans(clock, self.batcher.trigger)
         self._later: set[asyncio.Task[None]] = set()
-        """The looks ``_on_claim_initialized`` has scheduled (kept so they are not collected)."""
+        """The looks ``_nominate`` has scheduled for refusals (kept so they are not collected)."""
         self._unseen: dict[str, float] = {}
         """NodeClaims this provisioner created that its informer has not shown yet, with when."""
         self._pending: set[str] = set()
         """Keys of the provisionable pods, kept by the pod handler so other handlers need not scan."""
-        self._left_out: dict[str, int] = {}
-        """Pending pod key to how many claims planned for it came up without it (until it binds)."""
         self.refusals = Refusals(clock)
         """Pods planned onto an existing Node that kube-scheduler still refuses there (``scheduler_refusals``)."""
         self._planned_on: dict[str, str] = {}
@@ -117,13 +111,19 @@ class Provisioner:
 
     def _on_pod(self, event: Event) -> None:
         key = object_key(event.object)
+        old = event.old
         if event.type == "DELETED" or not _to_plan(event.object):
             self._pending.discard(key)
-            self._left_out.pop(key, None)
             self.refusals.forget(key)
+            if event.type != "DELETED" and old is not None and _bound(event.object) and not _bound(old):
+                self.replans.bound(key, planned=key in self._planned_on)
+            else:
+                self.replans.gone(key)
             return
         self._pending.add(key)
-        old = event.old
+        refusal = _unschedulable(event.object)
+        if refusal is not None and refusal != _unschedulable(old or {}):
+            self.replans.refused(key)  # the scheduler tried it again (its verdict's message changed)
         if old is None or not _to_plan(old) or old.get("spec") != event.object.get("spec"):
             self.batcher.trigger()
 
@@ -137,36 +137,17 @@ class Provisioner:
             self.batcher.trigger()
 
     def _on_claim_initialized(self, event: Event) -> None:
-        # The snapshot keeps the pods planned on a claim there only while it is on its way. Once it is
-        # Initialized, those the scheduler has not bound (it may have filled the node with others) are
-        # pending again, and nothing about them changes to open a batch: they waited for good (issue 14).
-        # kube-scheduler binds the others in the seconds after, so the look is ``REPLAN_AFTER`` later:
-        # at once, 661 pods about to be bound were planned again and bought 5 more nodes (bench.live).
+        # The snapshot keeps the pods planned on a claim there only while it is on its way; once it is
+        # Initialized, the ones still unbound are planned again when the scheduler is done with them
+        # (``replans``).
         if event.type != "MODIFIED" or event.old is None or cond.is_true(event.old, INITIALIZED):
             return
         if not cond.is_true(event.object, INITIALIZED):
             return
-        left = self._left_on(Meta.of(event.object).name)
-        if left:
-            for pod in left:
-                self._left_out[pod] = self._left_out.get(pod, 0) + 1
-            times = max(self._left_out[pod] for pod in left)
-            wait = min(REPLAN_AFTER * 2 ** (times - 1), REPLAN_AFTER_MAX)
-            self._later.add(asyncio.get_running_loop().create_task(self._replan_later(event.object, wait)))
-
-    def _left_on(self, claim: str) -> list[str]:
-        """The pods planned on ``claim`` still to be bound."""
-        return [pod for pod, on in self._planned_on.items() if on == claim and pod in self._pending]
-
-    async def _replan_later(self, claim: Object, wait: float) -> None:
-        try:
-            await self._clock.sleep(wait)
-            if self._left_on(Meta.of(claim).name):
-                self.batcher.trigger()
-        finally:
-            task = asyncio.current_task()
-            if task is not None:
-                self._later.discard(task)
+        name = Meta.of(event.object).name
+        self.replans.claim_up(
+            name, [pod for pod, on in self._planned_on.items() if on == name and pod in self._pending]
+        )
 
     async def run(self) -> None:
         while True:
@@ -292,6 +273,7 @@ class Provisioner:
                 for key in claim.pods
             ]
             self._planned_on.update(dict.fromkeys(claim.pods, name))
+            self.replans.replanned(claim.pods)
         if failure is not None:
             self._pod_events(notes)
             raise failure
@@ -308,6 +290,7 @@ class Provisioner:
             kind = "nodeclaim" if self.state.node_claims.store.get(node) is not None else "node"
             if kind == "nodeclaim":  # a launching claim: the pods stay on it in the next snapshots
                 self._planned_on.update(dict.fromkeys(keys, node))
+                self.replans.replanned(keys)
             else:
                 on_nodes[node] = keys
             notes += [(key, "Normal", "Nominated", f"Pod should schedule on: {kind}/{node}") for key in keys]
@@ -367,6 +350,18 @@ class Provisioner:
 def _to_plan(pod: Object) -> bool:
     """A pod a batch plans: the scheduler found no room for it, or has not tried it yet."""
     return provisionable(pod) or awaiting_scheduler(pod)
+
+
+def _bound(pod: Object) -> bool:
+    return bool(pod.get("spec", {}).get("nodeName"))
+
+
+def _unschedulable(pod: Object) -> Object | None:
+    """The pod's PodScheduled condition if it says the scheduler found no room (None otherwise)."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            return dict(condition)
+    return None
 
 
 def counted_on_nodes(plan: Plan) -> dict[str, tuple[str, ...]]:
