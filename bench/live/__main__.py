@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from bench.live import audit, observe, operator_costs, phases, report, scenario
+from bench.live.watch import FleetWatch
 from kapstan import scheduling
 from kapstan.cli import simulate_files
 from kapstan.kube.client import Client
@@ -115,10 +116,31 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
         env={"PYTHONPATH": str(args.operator_source)} if args.operator_source else {},
     ).start()
     await run.wait_for("kapstan to hold its Lease", run.lease_holder, 120)
+    watch = await FleetWatch(client, ns, pool).start()
+    try:
+        return await _phases(sandbox, work, args, run, operator, watch, plans, say)
+    finally:
+        await watch.stop()
+        operator.stop()
+
+
+async def _phases(
+    sandbox: Sandbox,
+    work: Path,
+    args: argparse.Namespace,
+    run: KapstanRun,
+    operator: OperatorProcess,
+    watch: FleetWatch,
+    plans: dict[str, Any],
+    say: phases.Say,
+) -> dict[str, Any]:
+    client, _ = run.clients
+    ns, pool = run.namespace, run.pool
+    smaller = int(args.pods * args.down_to)
     load = {"start": os.getloadavg()}
     say(f"kapstan leads; applying {args.pods} pods")
     up = await phases.scale_up(
-        client, ns, pool, run.id, args.pods, timeout=args.up_timeout, interval=2.0, say=say
+        client, watch, ns, run.id, args.pods, timeout=args.up_timeout, interval=2.0, say=say
     )
     up["operatorCpuSeconds"] = operator_costs.cpu_seconds(operator.pid)
     up["operatorPeakRssMiB"] = operator_costs.peak_rss_mib(operator.pid)
@@ -128,14 +150,14 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
     if not args.no_scale_down:
         say(f"scaling down to {smaller} pods")
         down = await phases.scale_down(
-            client, ns, pool, smaller, quiet=args.quiet, timeout=args.down_timeout, interval=3.0, say=say
+            client, watch, ns, smaller, quiet=args.quiet, timeout=args.down_timeout, interval=3.0, say=say
         )
         down["quietSeconds"] = args.quiet
         down["accounting"] = await _accounting(client, ns, pool, run.id)
     steady: dict[str, Any] | None = None
     if down is not None and args.steady > 0:
         say(f"steady state for {args.steady:.0f} s")
-        steady = await phases.steady(client, ns, pool, smaller, seconds=args.steady, interval=3.0, say=say)
+        steady = await phases.steady(watch, smaller, seconds=args.steady, interval=3.0, say=say)
         steady["accounting"] = await _accounting(client, ns, pool, run.id)
     await asyncio.sleep(3)  # the last requests of the phase reach the audit log
     log = sandbox.audit.log_of("sandbox") if sandbox.audit else work / "none"
@@ -153,7 +175,6 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
         "operatorCpuSeconds": operator_costs.cpu_seconds(operator.pid),
         "operatorPeakRssMiB": operator_costs.peak_rss_mib(operator.pid),
     }
-    operator.stop()
     return {
         "commit": args.operator_commit or _git("rev-parse", "--short", "HEAD"),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -1,4 +1,5 @@
-"""What the bench reads from the sandbox while a phase runs: claims, pods, Deployments, the accounting.
+"""What the bench reads from the sandbox: the fleet at one instant (kept by ``watch``), launch and
+registration times, Deployments, the accounting.
 
 Everything is read with the admin client, which the audit policy leaves out, so the bench's polling does
 not count as kapstan's requests.
@@ -7,6 +8,7 @@ not count as kapstan's requests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import statistics
 import time
 from collections import Counter
@@ -14,11 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kapstan.api.wellknown import INSTANCE_TYPE, LAUNCHED, NODEPOOL, PRICE_ANNOTATION, REGISTERED
+from kapstan.api.wellknown import INITIALIZED, INSTANCE_TYPE, LAUNCHED, NODEPOOL, PRICE_ANNOTATION, REGISTERED
 from kapstan.capi import contract as c
 from kapstan.kube.client import Client, Object, Resource
-from kapstan.kube.kinds import NODECLAIMS, NODES, PODS
+from kapstan.kube.errors import ApiError
+from kapstan.kube.kinds import NODECLAIMS, NODES
 from kapstan.local.article import RUN_LABEL
+
+log = logging.getLogger(__name__)
 
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 
@@ -49,6 +54,10 @@ class Fleet:
         """The Deployments' pods, whatever their phase."""
         return len(self._workload(None))
 
+    def workload(self) -> list[Object]:
+        """The Deployments' pods."""
+        return self._workload(None)
+
     def pending(self, app: str | None = None) -> list[Object]:
         return [pod for pod in self._workload(app) if pod.get("status", {}).get("phase") == "Pending"]
 
@@ -61,13 +70,6 @@ class Fleet:
             return name != "node-agent" if app is None else name == app
 
         return [pod for pod in self.pods if wanted(pod["metadata"].get("labels", {}).get("app", ""))]
-
-
-async def fleet(client: Client, namespace: str, pool: str) -> Fleet:
-    claims = await client.request("GET", NODECLAIMS, params={"labelSelector": f"{NODEPOOL}={pool}"})
-    pods = await client.request("GET", PODS, namespace=namespace)
-    live = [cl for cl in claims.get("items", []) if not cl["metadata"].get("deletionTimestamp")]
-    return Fleet(live, [p for p in pods.get("items", []) if not p["metadata"].get("deletionTimestamp")])
 
 
 def launch_latencies(claims: list[Object]) -> tuple[list[float], float]:
@@ -96,6 +98,44 @@ async def registration_latencies(client: Client, claims: list[Object], run: str)
             if condition["type"] == REGISTERED and condition["status"] == "True" and node in joined:
                 latencies.append(epoch(condition["lastTransitionTime"]) - joined[node])
     return latencies
+
+
+TIMELINE = (
+    ("claims created", "claim", "created"),
+    ("Launched", "claim", LAUNCHED),
+    ("Registered", "claim", REGISTERED),
+    ("Initialized", "claim", INITIALIZED),
+    ("pods bound", "pod", "PodScheduled"),
+    ("pods Ready", "pod", "Ready"),
+)
+"""The scale-up's steps, each read from the objects' own times: a claim's creation and conditions, a
+workload pod's PodScheduled (bound) and Ready (kwok made it Running) conditions."""
+
+
+def timeline(fleet: Fleet, start: float) -> dict[str, list[float]]:
+    """Each step's p50 and last instant, seconds after ``start`` (whole seconds: API timestamps are), for
+    the time breakdown of the scale-up: where the seconds between the apply and all Running go."""
+    workload = fleet.workload()
+    steps = {}
+    for name, kind, condition in TIMELINE:
+        objects = fleet.claims if kind == "claim" else workload
+        times = [t - start for t in (_stamp(obj, condition) for obj in objects) if t is not None]
+        if times:
+            steps[name] = [round(percentile(times, 50), 1), round(max(times), 1)]
+    return steps
+
+
+def _stamp(obj: Object, condition: str) -> float | None:
+    if condition == "created":
+        return epoch(obj["metadata"]["creationTimestamp"])
+    for found in obj.get("status", {}).get("conditions") or []:
+        if (
+            found.get("type") == condition
+            and found.get("status") == "True"
+            and found.get("lastTransitionTime")
+        ):
+            return epoch(found["lastTransitionTime"])
+    return None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -160,11 +200,17 @@ async def accounting_at_rest(
     second-run row's 45 claims for 44 Machines: a claim created 2 s before its accounting was read), so
     one read at a fixed instant tells a leak from a claim in flight only by chance."""
     start = time.monotonic()
+    last: Accounting | None = None
     while True:
-        found = await accounting(client, namespace, pool, run)
+        try:
+            last = await accounting(client, namespace, pool, run)
+        except ApiError as error:  # a slow API server: this read is missing, the next may do
+            if last is None and time.monotonic() - start >= timeout:
+                raise
+            log.warning("reading the accounting failed: %s", error)
         waited = time.monotonic() - start
-        if found.exact or waited >= timeout:
-            return found, round(waited, 1)
+        if last is not None and (last.exact or waited >= timeout):
+            return last, round(waited, 1)
         await asyncio.sleep(2.0)
 
 

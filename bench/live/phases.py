@@ -1,8 +1,9 @@
 """The measured phases: N pods from an empty pool, the Deployments scaled to a smaller count, then a
 steady state in which nothing changes and kapstan should disrupt nothing.
 
-Each phase polls the fleet (every ``interval`` seconds) and returns a plain dict of what it saw; the
-API request counts, the operator's costs and ``simulate`` are added by the caller.
+Each phase looks at the fleet (every ``interval`` seconds, from the watches' stores: ``watch``) and
+returns a plain dict of what it saw; the API request counts, the operator's costs and ``simulate`` are
+added by the caller.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.live import observe, scenario
+from bench.live.watch import FleetWatch, sample
 from kapstan.kube.client import Client
 from kapstan.local.apply import apply
 
@@ -25,8 +27,8 @@ STARVED_AFTER = 30.0
 
 async def scale_up(
     client: Client,
+    watch: FleetWatch,
     namespace: str,
-    pool: str,
     run: str,
     pods: int,
     *,
@@ -41,9 +43,9 @@ async def scale_up(
     agents_pending = agents_starved = 0
     agents_left: int | None = None
     pending_since: dict[str, float] = {}
-    fleet = await observe.fleet(client, namespace, pool)
+    fleet = watch.fleet()
     while time.time() - start < timeout:
-        fleet = await observe.fleet(client, namespace, pool)
+        fleet = watch.fleet()
         now = time.time() - start
         running = fleet.running()
         agents = [pod["metadata"]["name"] for pod in fleet.pending("node-agent")]
@@ -66,7 +68,10 @@ async def scale_up(
         say(f"T+{now:5.0f}s  claims {len(fleet.claims)}  running {running}/{pods}")
         await asyncio.sleep(interval)
     latencies, last_launched = observe.launch_latencies(fleet.claims)
-    registrations = await observe.registration_latencies(client, fleet.claims, run)
+    registrations = await sample(
+        "the Nodes", lambda: observe.registration_latencies(client, fleet.claims, run)
+    )
+    registrations = registrations or []
     return {
         "start": start,
         "end": time.time(),
@@ -79,6 +84,7 @@ async def scale_up(
         "registrationP90Seconds": round(observe.percentile(registrations, 90), 1),
         "halfRunningSeconds": _round(half),
         "allRunningSeconds": _round(everything),
+        "timeline": observe.timeline(fleet, start),
         "running": fleet.running(),
         "nodes": len(fleet.claims),
         "price": fleet.price,
@@ -91,8 +97,8 @@ async def scale_up(
 
 async def scale_down(
     client: Client,
+    watch: FleetWatch,
     namespace: str,
-    pool: str,
     pods: int,
     *,
     quiet: float,
@@ -105,13 +111,13 @@ async def scale_down(
     start = time.time()
     for name, count in scenario.replicas(pods).items():
         await client.patch(observe.DEPLOYMENTS, name, {"spec": {"replicas": count}}, namespace=namespace)
-    fleet = await observe.fleet(client, namespace, pool)
+    fleet = watch.fleet()
     seen, created, removed = fleet.names, set[str](), set[str]()
     last_change, longest_pending = start, 0.0
     lowest: dict[str, float] = {}
     while time.time() - start < timeout:
         await asyncio.sleep(interval)
-        fleet = await observe.fleet(client, namespace, pool)
+        fleet = watch.fleet()
         now = time.time()
         if fleet.names != seen:
             created |= fleet.names - seen
@@ -119,7 +125,8 @@ async def scale_down(
             seen, last_change = fleet.names, now
         for pod in fleet.pending():
             longest_pending = max(longest_pending, now - observe.epoch(pod["metadata"]["creationTimestamp"]))
-        for name, share in (await observe.availability(client, namespace)).items():
+        shares = await sample("the Deployments", lambda: observe.availability(client, namespace))
+        for name, share in (shares or {}).items():
             lowest[name] = min(lowest.get(name, 1.0), share)
         settled = now - last_change >= quiet and fleet.running() >= pods
         say(
@@ -145,17 +152,17 @@ async def scale_down(
 
 
 async def steady(
-    client: Client, namespace: str, pool: str, pods: int, *, seconds: float, interval: float, say: Say
+    watch: FleetWatch, pods: int, *, seconds: float, interval: float, say: Say
 ) -> dict[str, Any]:
     """Watch the fleet for ``seconds`` with the workloads left as they are: every NodeClaim created or
     removed in that time is churn (the caller adds the commands and evictions from the logs)."""
     start = time.time()
-    fleet = await observe.fleet(client, namespace, pool)
+    fleet = watch.fleet()
     seen, created, removed = fleet.names, set[str](), set[str]()
     longest_pending, fewest_running = 0.0, fleet.running()
     while time.time() - start < seconds:
         await asyncio.sleep(interval)
-        fleet = await observe.fleet(client, namespace, pool)
+        fleet = watch.fleet()
         now = time.time()
         created |= fleet.names - seen
         removed |= seen - fleet.names

@@ -76,6 +76,12 @@ def _batch(batch: dict[str, Any]) -> str:
     )
 
 
+def _timeline(up: dict[str, Any]) -> str:
+    if "timeline" not in up:
+        return "not recorded"
+    return "; ".join(f"{step} {p50:.0f} / {last:.0f} s" for step, (p50, last) in up["timeline"].items())
+
+
 def _lowest(down: dict[str, Any]) -> str:
     return ", ".join(f"{name} {share * 100:.0f}%" for name, share in down["lowestAvailability"].items())
 
@@ -102,6 +108,7 @@ ROWS: list[Row] = [
         lambda r: f"{r['scaleUp']['launchP50Seconds']:.0f} s / {r['scaleUp']['launchP90Seconds']:.0f} s",
     ),
     ("Node joined -> Registered p50 / p90", lambda r: _registration(r["scaleUp"])),
+    ("scale-up steps, p50 / last (from the apply)", lambda r: _timeline(r["scaleUp"])),
     ("50% of pods Running", lambda r: _seconds(r["scaleUp"]["halfRunningSeconds"])),
     ("all pods Running", lambda r: _seconds(r["scaleUp"]["allRunningSeconds"])),
     ("nodes, live vs simulate", lambda r: _versus(r["scaleUp"]["nodes"], r["simulate"]["scaleUp"]["nodes"])),
