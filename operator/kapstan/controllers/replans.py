@@ -23,10 +23,13 @@ that after its third, and so on, and the no-verdict wait doubles from ``REPLAN_A
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kapstan.kube.clock import Clock
+
+log = logging.getLogger(__name__)
 
 REPLAN_AFTER = 20.0
 """Seconds the scheduler may go without binding any planned pod before the pods a claim came up without
@@ -133,6 +136,16 @@ class Replans:
             if verdict or stalled or now - claim.up >= REPLAN_AFTER_MAX:
                 del self._claims[name]
                 due.append(name)
+                log.info(
+                    "planning again the pods a claim came up without",
+                    extra={
+                        "nodeclaim": name,
+                        "pods": len(claim.pods),
+                        "why": "refused" if verdict else "stalled" if stalled else "waited the most",
+                        "secondsSinceUp": round(now - claim.up, 1),
+                        "secondsSinceBinding": round(min(quiet, now - claim.up), 1),
+                    },
+                )
         return due
 
     async def _follow(self) -> None:
