@@ -228,3 +228,42 @@ def test_pending_pods_are_not_planned_into_the_room_of_a_joining_nodes_daemonset
     # 1950m fits the c3-4's 2 CPU, not the 1.9 left beside its node agent: a new claim, not machine-1.
     assert dict(plan.existing_nodes).get("machine-1", ()) == ()
     assert [c.pods for c in plan.node_claims] == [("default/late",)]
+
+
+SMALL_PENDING = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p%d, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 400m}}}]
+"""
+BOUND_THERE = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: placed, namespace: default}
+spec:
+  nodeName: machine-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+UP = (JOINED % "True").replace(
+    "  - {key: dedicated, value: db, effect: NoSchedule}\n",
+    "  - {key: dedicated, value: db, effect: NoSchedule}\nstatus:\n  allocatable: {cpu: '2', memory: 4G, pods: '110'}\n",
+)
+
+
+def test_pods_planned_on_an_awaited_claim_that_is_up_stay_on_it_in_the_room_its_bound_pods_left() -> None:
+    """Issue 14: kube-scheduler binds a new node's pods in the seconds after it comes up; a batch opened
+    meanwhile (another claim's pods, a capacity change) planned them again, and at 1,000 pods bought
+    claims for pods about to be bound."""
+    pods = BOUND_THERE + "".join(SMALL_PENDING % i for i in range(3))
+    planned = {f"default/p{i}": "default-abcde" for i in range(3)}
+    manifests = load_text(CATALOG + "\n---\n" + UP + pods)
+    held = build_simulation_input(manifests, planned_on=planned, awaited={"default-abcde"}).snapshot
+    (node,) = held.nodes
+    # 2 CPU less the agent's 100m and the 1 CPU bound there leave 900m: p0 and p1, not p2.
+    assert sorted(pod.key for pod in node.pods) == ["default/p0", "default/p1", "default/placed"]
+    assert [pod.key for pod in held.pods] == ["default/p2"]
+    free = build_simulation_input(manifests, planned_on=planned).snapshot
+    assert [pod.key for pod in free.pods] == ["default/p0", "default/p1", "default/p2"]

@@ -81,7 +81,7 @@ async def _bench(args: argparse.Namespace, say: phases.Say) -> dict[str, Any]:
     finally:
         # The operator's log and the audit log outlive the sandbox, for a look at what happened.
         for log in (sandbox.directory / "logs").glob("*.log"):
-            if log.name.startswith(("kapstan-live", "audit-")):
+            if log.name.startswith(("kapstan-live", "audit-", "kube-scheduler")):
                 shutil.copy(log, work / log.name)
         say(f"logs kept in {work}")
         sandbox.down()

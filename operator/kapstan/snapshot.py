@@ -11,7 +11,7 @@ on those nodes `snapshot_daemons`, and the bounds that keep the engines exact `s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kapstan.api import core
@@ -62,6 +62,7 @@ def build_simulation_input(
     skip: SkipSource | None = None,
     planned_on: Mapping[str, str] | None = None,
     refused: Mapping[str, Iterable[str]] | None = None,
+    awaited: Collection[str] = (),
 ) -> SimulationInput:
     """Everything the solver needs from the manifests; `cluster` = (namespace, name) limits the catalog,
     `skip` makes flavor sources that cannot be described drop out instead of raising (`build_catalog`).
@@ -73,13 +74,16 @@ def build_simulation_input(
     onto new ones (issue 14: re-planning them every batch launched 30% more nodes than one plan).
 
     `refused` maps pending pods to the Nodes kube-scheduler would not bind them to though a plan put
-    them there (``controllers/scheduler_refusals.py``): those nodes are planned as having no room for them."""
+    them there (``controllers/scheduler_refusals.py``): those nodes are planned as having no room for them.
+    `awaited` names Initialized claims whose planned pods are kept on them the same way as `planned_on`,
+    in the room the pods bound there left: kube-scheduler is still placing them (the provisioner's
+    ``replans``)."""
     catalog = build_catalog(manifests, cluster, skip=skip)
     instance_types = _instance_types(manifests, catalog)
     namespace_labels = labels_of_namespaces(manifests)
     claims = claims_by_node(manifests)
     deleting = deleting_nodes(manifests, claims)
-    on_the_way = claims_on_the_way(manifests, claims, instance_types)
+    on_the_way = claims_on_the_way(manifests, claims, instance_types, awaited)
     daemonsets = tuple(convert_daemonset(ds, namespace_labels) for ds in manifests.daemonsets)
     pods = manifests.pods()
     staying = _counted_until_evicted(pods, deleting, namespace_labels)
@@ -104,6 +108,9 @@ def build_simulation_input(
     ]
     allocatable_of = {node.name: node.allocatable for node in shells}
     room = {node: dict(allocatable_of.get(node, allocatable)) for node, allocatable in on_the_way.values()}
+    for pod in pods:  # what is bound there already (an awaited node's pods, a registered one's agents)
+        if pod.spec.node_name in room and not pod.finished:
+            take(room[pod.spec.node_name], convert_pod(pod, namespace_labels).requests)
     pending: list[Pod] = []
     bound: dict[str, list[Pod]] = {}
     for pod in pods:

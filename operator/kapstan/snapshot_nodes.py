@@ -7,7 +7,7 @@ capacity. Each NodePool's usage counts its nodes and launching claims as Karpent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from kapstan.api import core, placement
 from kapstan.api.karpenter import NodeClaim
@@ -97,11 +97,14 @@ def _launching(manifests: Manifests) -> list[NodeClaim]:
 
 
 def claims_on_the_way(
-    manifests: Manifests, claims: Mapping[str, NodeClaim], instance_types: Mapping[str, InstanceType]
+    manifests: Manifests,
+    claims: Mapping[str, NodeClaim],
+    instance_types: Mapping[str, InstanceType],
+    awaited: Collection[str] = (),
 ) -> dict[str, tuple[str, Mapping[str, int]]]:
     """NodeClaim name to its node's name in the snapshot and that node's allocatable, for the claims
-    that are not Initialized and not being deleted: launching ones are nodes named after the claim
-    (their flavor's allocatable, as `in_flight` makes them), registered ones their Node."""
+    that are not Initialized (or are ``awaited``) and not being deleted: launching ones are nodes named
+    after the claim (their flavor's allocatable, as `in_flight` makes them), registered ones their Node."""
     found: dict[str, tuple[str, Mapping[str, int]]] = {}
     for claim in _launching(manifests):
         flavor = instance_types.get(claim.metadata.labels.get(INSTANCE_TYPE, ""))
@@ -110,7 +113,7 @@ def claims_on_the_way(
             found[claim.name] = (claim.name, claim.status.allocatable or flavor.allocatable)
     nodes = {node.name: node for node in manifests.nodes}
     for node_name, claim in claims.items():
-        if not claim.initialized and claim.metadata.deletion_timestamp is None:
+        if (not claim.initialized or claim.name in awaited) and claim.metadata.deletion_timestamp is None:
             found[claim.name] = (node_name, nodes[node_name].allocatable or claim.status.allocatable)
     return found
 

@@ -160,3 +160,22 @@ def test_a_pod_left_out_a_second_time_has_its_refusal_wait_for_the_first_doubled
     assert once, "the first refusal re-plans at once"
     assert not early, "the second claim's refusal waits REPLAN_AFTER"
     assert later
+
+
+def test_a_claims_pods_are_kept_on_it_in_every_batch_until_they_are_planned_again() -> None:
+    """The claim is ``awaited`` (the snapshot holds its pods on it) while the scheduler works on them, not
+    after: a batch another trigger opened meanwhile re-planned 172 pods about to be bound (bench.live)."""
+    scene = Scene({"left-out": "1500m"})
+
+    async def scenario() -> tuple[frozenset[str], frozenset[str], str]:
+        claims = await scene.plan()
+        name = claims["left-out"]["metadata"]["name"]
+        scene.claim_up(claims["left-out"])
+        waiting = scene.provisioner.replans.awaited()
+        scene.refuse("left-out")
+        await scene.elapse(BINDINGS_QUIET + 2 * TICK)
+        return waiting, scene.provisioner.replans.awaited(), name
+
+    waiting, after, name = asyncio.run(scenario())
+    assert waiting == {name}
+    assert after == frozenset()

@@ -180,6 +180,7 @@ class Provisioner:
                 skip=lambda source, error: skipped.append((source, error)),
                 planned_on=self._planned_on,
                 refused=self.refusals.refused,
+                awaited=self.replans.awaited(),
             )
         except ManifestError as error:
             log.error("cannot build a snapshot: %s", error)

@@ -7,7 +7,8 @@ re-planned at once, or after a fixed wait, they are re-planned while kube-schedu
 3,000 pods a 20 s wait re-planned 250-450 pods it was about to bind and bought 19 claims too many
 (bench.live), and at once 661 pods and 5 claims at 1,000.
 
-So the re-plan follows the scheduler. A pod it tried after the node came up and marked Unschedulable
+So the re-plan follows the scheduler, and until then those pods stay on their claim in every batch's
+snapshot (``awaited``), as they did while it was on its way. A pod it tried after the node came up and marked Unschedulable
 (its PodScheduled condition written again) is the signal that the room is not there; it is acted on once
 no pod planned onto a claim has been bound for ``BINDINGS_QUIET`` seconds, so the snapshot is not taken
 while the scheduler is still moving pods around. Without such a verdict (the scheduler writes the
@@ -116,10 +117,10 @@ class Replans:
             if pod in claim.pods:
                 claim.refused = True
 
-    @property
-    def waiting(self) -> int:
-        """Claims whose pods are still being waited for."""
-        return len(self._claims)
+    def awaited(self) -> frozenset[str]:
+        """The claims whose pods are still waited for: a batch keeps those pods on them, as if bound, so
+        one opened meanwhile (by other pods, a capacity change) does not plan them again either."""
+        return frozenset(name for name, claim in self._claims.items() if claim.pods)
 
     def due(self) -> list[str]:
         """The claims whose pods should be planned now; they are no longer waited for."""
