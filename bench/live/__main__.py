@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from bench.live import audit, observe, operator_costs, phases, report, scenario
+from bench.live.supervise import Supervised
 from bench.live.watch import FleetWatch
 from kapstan import scheduling
 from kapstan.cli import simulate_files
@@ -116,12 +117,13 @@ async def _measure(sandbox: Sandbox, work: Path, args: argparse.Namespace, say: 
         env={"PYTHONPATH": str(args.operator_source)} if args.operator_source else {},
     ).start()
     await run.wait_for("kapstan to hold its Lease", run.lease_holder, 120)
+    supervised = Supervised(operator).start()
     watch = await FleetWatch(client, ns, pool).start()
     try:
-        return await _phases(sandbox, work, args, run, operator, watch, plans, say)
+        return await _phases(sandbox, work, args, run, supervised, watch, plans, say)
     finally:
         await watch.stop()
-        operator.stop()
+        await supervised.stop()
 
 
 async def _phases(
@@ -129,7 +131,7 @@ async def _phases(
     work: Path,
     args: argparse.Namespace,
     run: KapstanRun,
-    operator: OperatorProcess,
+    operator: Supervised,
     watch: FleetWatch,
     plans: dict[str, Any],
     say: phases.Say,
@@ -142,8 +144,8 @@ async def _phases(
     up = await phases.scale_up(
         client, watch, ns, run.id, args.pods, timeout=args.up_timeout, interval=2.0, say=say
     )
-    up["operatorCpuSeconds"] = operator_costs.cpu_seconds(operator.pid)
-    up["operatorPeakRssMiB"] = operator_costs.peak_rss_mib(operator.pid)
+    up["operatorCpuSeconds"] = operator.cpu_seconds()
+    up["operatorPeakRssMiB"] = operator.peak_rss_mib()
     up["accounting"] = await _accounting(client, ns, pool, run.id)
     load["scaleUp"] = os.getloadavg()
     down: dict[str, Any] | None = None
@@ -161,7 +163,7 @@ async def _phases(
         steady["accounting"] = await _accounting(client, ns, pool, run.id)
     await asyncio.sleep(3)  # the last requests of the phase reach the audit log
     log = sandbox.audit.log_of("sandbox") if sandbox.audit else work / "none"
-    operator_log = sandbox.directory / "logs" / f"{operator.name}.log"
+    operator_log = sandbox.directory / "logs" / f"{operator.operator.name}.log"
     up["requests"] = audit.count(log, up["start"], up["end"]).to_json()
     up["batches"] = operator_costs.batches(operator_log, up["start"], up["end"])
     if down is not None:
@@ -172,8 +174,9 @@ async def _phases(
         steady["commands"] = operator_costs.commands(operator_log, steady["start"], steady["end"])
     load["end"] = os.getloadavg()
     totals = {
-        "operatorCpuSeconds": operator_costs.cpu_seconds(operator.pid),
-        "operatorPeakRssMiB": operator_costs.peak_rss_mib(operator.pid),
+        "operatorCpuSeconds": operator.cpu_seconds(),
+        "operatorPeakRssMiB": operator.peak_rss_mib(),
+        "restartSeconds": [round(at - up["start"], 1) for at in operator.restarts],
     }
     return {
         "commit": args.operator_commit or _git("rev-parse", "--short", "HEAD"),

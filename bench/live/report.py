@@ -82,6 +82,13 @@ def _timeline(up: dict[str, Any]) -> str:
     return "; ".join(f"{step} {p50:.0f} / {last:.0f} s" for step, (p50, last) in up["timeline"].items())
 
 
+def _restarts(operator: dict[str, Any]) -> str:
+    if "restartSeconds" not in operator:
+        return "not watched"
+    restarts = operator["restartSeconds"]
+    return ", ".join(f"T+{at:.0f} s" for at in restarts) if restarts else "0"
+
+
 def _lowest(down: dict[str, Any]) -> str:
     return ", ".join(f"{name} {share * 100:.0f}%" for name, share in down["lowestAvailability"].items())
 
@@ -194,6 +201,7 @@ ROWS: list[Row] = [
             f"{r['operator']['operatorCpuSeconds']:.0f} s / {r['operator']['operatorPeakRssMiB']:.0f} MiB"
         ),
     ),
+    ("operator restarts (lost its Lease and exited; T+ s)", lambda r: _restarts(r["operator"])),
 ]
 
 HEADER = """# kapstan live benchmark (issue 14)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from bench.live import observe, watch
+from bench.live import observe, supervise, watch
 
 from kapstan.kube.errors import ApiError
 
@@ -47,3 +47,43 @@ def test_the_accounting_read_outlasts_failed_reads(monkeypatch: pytest.MonkeyPat
     found, _ = asyncio.run(observe.accounting_at_rest(None, "ns", "pool", "run"))  # type: ignore[arg-type]
     assert found == exact
     assert calls == [3]
+
+
+class _Exiting:
+    """An operator process that exits once (a lost Lease) and is started again."""
+
+    name = "kapstan-live"
+
+    def __init__(self) -> None:
+        self.pid = 1
+        self.starts = 0
+        self.running = False
+
+    def start(self) -> None:
+        self.starts += 1
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+
+def test_an_operator_that_exits_is_started_again_and_the_restart_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 3,000-pod run's one replica lost its Lease to a slow API server at T+150 s and exited, and the
+    run waited for nobody; its Deployment's kubelet would have started it again."""
+    monkeypatch.setattr(supervise, "LOOK_EVERY", 0.0)
+    monkeypatch.setattr(supervise.operator_costs, "cpu_seconds", lambda pid: 2.0)
+    monkeypatch.setattr(supervise.operator_costs, "peak_rss_mib", lambda pid: 100.0)
+    process = _Exiting()
+
+    async def scenario() -> supervise.Supervised:
+        supervised = supervise.Supervised(process).start()  # type: ignore[arg-type]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await supervised.stop()
+        return supervised
+
+    supervised = asyncio.run(scenario())
+    assert process.starts == 1 and len(supervised.restarts) == 1
+    assert supervised.cpu_seconds() == 2.0
