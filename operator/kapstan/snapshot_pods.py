@@ -184,11 +184,17 @@ def _spread(
     # Without a labelSelector the constraint counts no pods, so it never limits anything.
     if constraint.label_selector is None:
         return None
+    selector = _selector(constraint.label_selector, labels, constraint.match_label_keys)
+    if not selector.match_labels and not selector.match_expressions:
+        # An empty selector ({}, no matchLabelKeys the pod carries) counts no pod in kube-scheduler
+        # (countPodsMatchSelector), though as a selector it would match every pod: the skew is then
+        # never past maxSkew, and only the topology key on the node still matters.
+        selector = _SELECTS_NOTHING
     return TopologySpreadConstraint(
         max_skew=constraint.max_skew,
         topology_key=constraint.topology_key,
         when_unsatisfiable=constraint.when_unsatisfiable,
-        selector=_selector(constraint.label_selector, labels, constraint.match_label_keys),
+        selector=selector,
         min_domains=constraint.min_domains or 1,
         node_affinity_policy=constraint.node_affinity_policy,
         node_taints_policy=constraint.node_taints_policy,
