@@ -288,8 +288,50 @@ impl<'a> Search<'a> {
         let mut chosen = Vec::new();
         let mut left: Demand = [0; MAX_SHAPES];
         left[..demand.len()].copy_from_slice(demand);
+        self.dive(left, limits.clone());
         self.expand(left, limits, 0.0, &mut chosen, 0);
         self.best
+    }
+
+    /// A first cover, each step the pattern (of the first shape with pods left, within the limits)
+    /// whose price plus the bound of what it leaves is least, the first in rank order of equals: the
+    /// search then starts from a near-optimal cover and prunes (see the Python twin's `_dive`).
+    fn dive(&mut self, mut demand: Demand, mut limits: Vec<i64>) {
+        let mut cost = 0.0f64;
+        let mut chosen = Vec::new();
+        while let Some(shape) = demand.iter().position(|&d| d > 0) {
+            let mut pick: Option<(f64, usize, Demand, Vec<i64>)> = None;
+            for &i in &self.by_shape[shape] {
+                let left: Vec<i64> = limits
+                    .iter()
+                    .zip(self.pattern_limits[i])
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect();
+                if left.iter().any(|&x| x < 0) {
+                    continue;
+                }
+                let p = &self.patterns[i];
+                let mut after = demand;
+                for (d, &n) in after.iter_mut().zip(&p.counts) {
+                    *d = d.saturating_sub(n);
+                }
+                let score = p.price + self.bound(&after);
+                if pick.as_ref().is_none_or(|(least, ..)| score < *least) {
+                    pick = Some((score, i, after, left));
+                }
+            }
+            let Some((_, i, after, left)) = pick else {
+                return;
+            };
+            cost += self.patterns[i].price;
+            chosen.push(i);
+            demand = after;
+            limits = left;
+        }
+        if cost < self.best_cost - SAVING {
+            self.best_cost = cost;
+            self.best = Some(chosen);
+        }
     }
 
     /// Cover the first shape with pods left by each pattern from rank `start` on: the patterns
