@@ -40,7 +40,7 @@ from kapstan.api.wellknown import (
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.batcher import Batcher, BatchWindow
-from kapstan.controllers.replans import Replans
+from kapstan.controllers.replans import Replans, on_the_way
 from kapstan.controllers.scheduler_refusals import REFUSED_AFTER, REFUSED_REASON, Refusals
 from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
 from kapstan.kube.client import Object
@@ -92,7 +92,9 @@ class Provisioner:
         self.window = window or BatchWindow()
         self.batcher = Batcher(self.window, clock)
         self._clock = clock
-        self.replans = Replans(clock, self.batcher.trigger)
+        self.replans = Replans(
+            clock, self.batcher.trigger, lambda: on_the_way(state.node_claims.store.objects())
+        )
         self._later: set[asyncio.Task[None]] = set()
         """The looks ``_nominate`` has scheduled for refusals (kept so they are not collected)."""
         self._unseen: dict[str, float] = {}

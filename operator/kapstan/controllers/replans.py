@@ -10,8 +10,10 @@ re-planned at once, or after a fixed wait, they are re-planned while kube-schedu
 So the re-plan follows the scheduler, and until then those pods stay on their claim in every batch's
 snapshot (``awaited``), as they did while it was on its way. A pod it tried after the node came up and marked Unschedulable
 (its PodScheduled condition written again) is the signal that the room is not there; it is acted on once
-no pod planned onto a claim has been bound for ``BINDINGS_QUIET`` seconds, so the snapshot is not taken
-while the scheduler is still moving pods around. Without such a verdict (the scheduler writes the
+no claim is on its way any more and no pod planned onto a claim has been bound for ``BINDINGS_QUIET``
+seconds, so the snapshot is not taken while the scheduler is still moving pods around: it fills the
+first nodes up with whatever pods its queue gives it, and refuses pods there that the claims still
+coming will hold (at 1,000 pods, refusals acted on while claims were launching bought 5 claims). Without such a verdict (the scheduler writes the
 condition only when its message changes), the pods are planned again once the scheduler has bound none
 of the planned pods for ``REPLAN_AFTER`` seconds.
 
@@ -28,7 +30,11 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kapstan.api.wellknown import INITIALIZED
+from kapstan.controllers import conditions as cond
+from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
+from kapstan.kube.meta import Meta
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +70,14 @@ class Replans:
     """Follows kube-scheduler on the pods of claims that came up, and calls ``trigger`` (opens a batch)
     when they should be planned again."""
 
-    def __init__(self, clock: Clock, trigger: Callable[[], None]) -> None:
+    def __init__(
+        self, clock: Clock, trigger: Callable[[], None], claims_on_the_way: Callable[[], bool] = lambda: False
+    ) -> None:
         self._clock = clock
         self._trigger = trigger
+        self._claims_on_the_way = claims_on_the_way
+        """Whether claims are still launching or coming up: the scheduler will place pods on them, and it
+        fills the first nodes with whatever pods its queue gives it, so a refusal then is no verdict."""
         self._claims: dict[str, _Claim] = {}
         self._left_out: dict[str, int] = {}
         """Pod key to how many claims planned for it came up without it (until it binds)."""
@@ -125,14 +136,17 @@ class Replans:
     def due(self) -> list[str]:
         """The claims whose pods should be planned now; they are no longer waited for."""
         now = self._clock.now()
-        due = []
+        due: list[str] = []
+        if not self._claims:
+            return due
+        coming = self._claims_on_the_way()
         for name, claim in list(self._claims.items()):
             if not claim.pods:
                 del self._claims[name]
                 continue
             # The node's own pods are bound in the seconds after it comes up: quiet counts from then too.
             quiet = now - max(claim.up, self._last_binding)
-            verdict = claim.refused and now >= claim.refusals_from and quiet >= BINDINGS_QUIET
+            verdict = claim.refused and not coming and now >= claim.refusals_from and quiet >= BINDINGS_QUIET
             stalled = quiet >= claim.stall
             if verdict or stalled or now - claim.up >= REPLAN_AFTER_MAX:
                 del self._claims[name]
@@ -154,6 +168,11 @@ class Replans:
             await self._clock.sleep(TICK)
             if self.due():
                 self._trigger()
+
+
+def on_the_way(claims: Iterable[Object]) -> bool:
+    """Whether one of ``claims`` is launching or not Initialized yet (and not being deleted)."""
+    return any(not cond.is_true(claim, INITIALIZED) and not Meta.of(claim).deleting for claim in claims)
 
 
 def _doubled(times: int) -> float:
