@@ -3,10 +3,11 @@ CPU-optimised flavor together when the pods' CPU to memory ratio lies between th
 
 from __future__ import annotations
 
-from builders import GI, make_flavor, make_pod, snapshot
+from builders import GI, MI, make_flavor, make_pod, snapshot
 from kapstan.bench.workloads import capi_catalog
 from kapstan.scheduling import solve
 from kapstan.scheduling.greedy import Scheduler
+from kapstan.scheduling.greedy.order import interleaved, slot_paced
 from kapstan.scheduling.mixed import MixedSplit, splits
 from kapstan.scheduling.model import CPU, MEMORY, Snapshot
 from kapstan.scheduling.validator import validate
@@ -81,3 +82,14 @@ def test_a_capi_batch_is_planned_on_a_cheaper_mix_of_flavor_families(engine: str
     assert plan.total_price_per_hour < CAPI_200_WITHOUT_MIX - 0.1
     families = {claim.instance_type.split("-")[0] for claim in plan.node_claims}
     assert {"b3", "c3"} <= families
+
+
+def test_slot_paced_draws_the_small_pods_in_as_the_cpu_is_taken() -> None:
+    """Three pods of 4 CPU and six of 500m, one shape: interleaved leaves the six to the end (the last
+    claims' pod slots), slot-paced puts two after each big one, the count of pods keeping pace with the
+    CPU taken (4 CPU of 15 is 2.4 pods of 9)."""
+    pods = [make_pod(f"big-{i}", 4, 4000 * MI) for i in range(3)]
+    pods += [make_pod(f"small-{i}", 0.5, 500 * MI) for i in range(6)]
+    assert [p.name.split("-")[0] for p in interleaved(pods)] == ["big"] * 3 + ["small"] * 6
+    assert [p.name.split("-")[0] for p in slot_paced(pods)] == ["big", "small", "small"] * 3
+    assert sorted(p.name for p in slot_paced(pods)) == sorted(p.name for p in pods)

@@ -14,7 +14,7 @@ others, with those pods held to their domains (anchored.py), so no constraint of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 
 from kapstan.scheduling import resources as res
@@ -25,7 +25,7 @@ from kapstan.scheduling.anchored import (
     is_constrained,
 )
 from kapstan.scheduling.greedy import Checks, Scheduler, biggest_first
-from kapstan.scheduling.greedy.order import interleaved
+from kapstan.scheduling.greedy.order import interleaved, slot_paced
 from kapstan.scheduling.mixed import MixedSplit, mixed_groups, splits
 from kapstan.scheduling.model import ZONE, Pod
 from kapstan.scheduling.targets import Claim, Flavor
@@ -260,42 +260,51 @@ def _repack(
 
 def _repack_mixed(scheduler: Scheduler, claims: tuple[Claim, ...], budget: Budget, floors: Floors) -> bool:
     """The mixed-flavor move (mixed.py): each of its splits placed in turn, kept only when it costs
-    strictly less than the claims it replaces and than the splits placed before it; the cheapest stays."""
+    strictly less than the claims it replaces and than the splits placed before it; the cheapest stays.
+    The splits are placed interleaved, and only when none of them is kept so, slot-paced: where the
+    interleave is kept, pacing it was dearer once the other moves had polished the plan (capi-1000)."""
     pods = [p for c in claims for p in c.pods]
     tries = splits(claims, pods) if pods else []
     if not tries:
         return False
     before = sum(c.price for c in claims) - SAVING
     take_off(scheduler, claims)
-    best: tuple[float, MixedSplit] | None = None
-    for at, parts in enumerate(tries):
-        if budget.left <= 0:
+    for order in (interleaved, slot_paced):
+        best: tuple[float, MixedSplit] | None = None
+        for at, parts in enumerate(tries):
+            if budget.left <= 0:
+                break
+            ceiling = before if best is None else min(before, best[0])
+            created = _place_split(scheduler, parts, order, budget, floors, ceiling)
+            if created is None:
+                continue
+            best = (sum(c.price for c in created), parts)
+            if at + 1 < len(tries):
+                take_off(scheduler, created)
+            else:
+                return True  # the last split is the cheapest placed: it stays where it is
+        if best is not None:
+            if _place_split(scheduler, best[1], order, budget, floors, math.inf) is not None:
+                return True
             break
-        created = _place_split(
-            scheduler, parts, budget, floors, before if best is None else min(before, best[0])
-        )
-        if created is None:
-            continue
-        best = (sum(c.price for c in created), parts)
-        if at + 1 < len(tries):
-            take_off(scheduler, created)
-        else:
-            return True  # the last split is the cheapest placed: it stays where it is
-    if best is None or _place_split(scheduler, best[1], budget, floors, math.inf) is None:
-        put_back(scheduler, claims)
-        return False
-    return True
+    put_back(scheduler, claims)
+    return False
 
 
 def _place_split(
-    scheduler: Scheduler, parts: MixedSplit, budget: Budget, floors: Floors, ceiling: float
+    scheduler: Scheduler,
+    parts: MixedSplit,
+    order: Callable[[Sequence[Pod]], list[Pod]],
+    budget: Budget,
+    floors: Floors,
+    ceiling: float,
 ) -> list[Claim] | None:
-    """The split's parts placed one after the other, each on claims of its own; None (nothing left
-    behind) when a part cannot be placed or all of them reach `ceiling`."""
+    """The split's parts placed one after the other in `order`, each on claims of its own; None
+    (nothing left behind) when a part cannot be placed or all of them reach `ceiling`."""
     created: list[Claim] = []
     for pods, flavors in parts.parts():
         spent = sum(c.price for c in created)
-        placed = _replace(scheduler, interleaved(pods), flavors, budget, {}, floors, ceiling, spent)
+        placed = _replace(scheduler, order(pods), flavors, budget, {}, floors, ceiling, spent)
         if placed is None:
             take_off(scheduler, created)
             return None

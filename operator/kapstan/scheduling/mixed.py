@@ -31,7 +31,7 @@ from kapstan.scheduling.greedy import biggest_first
 from kapstan.scheduling.model import CPU, MEMORY, Pod
 from kapstan.scheduling.targets import Claim, Flavor
 
-MIX_GROUP = 32
+MIX_GROUP = 64
 MIX_GAIN = 0.01
 MIX_TRIES = 2
 SAVING = 1e-9

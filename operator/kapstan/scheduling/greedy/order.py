@@ -90,6 +90,27 @@ def interleaved(pods: Sequence[Pod]) -> list[Pod]:
     return out
 
 
+def slot_paced(pods: Sequence[Pod]) -> list[Pod]:
+    """`interleaved`, with its smallest pods (its tail) drawn in whenever the count of pods taken falls
+    behind its share of the CPU taken, so that first fit hands each claim its share of the pod slots.
+    Interleaved alone leaves the small pods to the end, where the last claims fill their 110 slots long
+    before their CPU and memory (capi-5000's memory-rich part: claims at 56-89% of their CPU). Compared
+    in exact integers."""
+    base = interleaved(pods)
+    cpu = sum(p.requests.get(CPU, 0) for p in base)
+    out: list[Pod] = []
+    taken_cpu = 0
+    first, last = 0, len(base) - 1
+    while first <= last:
+        if len(out) * cpu < taken_cpu * len(base):
+            pod, last = base[last], last - 1
+        else:
+            pod, first = base[first], first + 1
+        out.append(pod)
+        taken_cpu += pod.requests.get(CPU, 0)
+    return out
+
+
 def biggest_first(pod: Pod) -> tuple[int, int, str]:
     """Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors."""
     return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.key)

@@ -33,7 +33,7 @@ pub use alternatives::{AlternativeFlavors, MAX_ALTERNATIVES};
 pub use checks::{AffinityCheck, AntiCheck, Checks, Problem, SpreadCheck};
 use claims::Opening;
 pub use claims::Restrict;
-pub use order::{biggest_first, interleaved, placement_sequence};
+pub use order::{biggest_first, interleaved, placement_sequence, slot_paced};
 
 /// Why nothing can be provisioned while the catalog is empty (the same words as Python's).
 pub const NO_MANAGED_FLAVOR: &str = "kapstan manages no flavor yet: mark a MachineDeployment, or a \

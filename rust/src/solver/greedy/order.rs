@@ -112,6 +112,31 @@ pub fn interleaved(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
     out
 }
 
+/// `interleaved`, with its smallest pods (its tail) drawn in whenever the count of pods taken falls
+/// behind its share of the CPU taken, so that first fit hands each claim its share of the pod slots
+/// (the Python twin says why). Compared in exact integers.
+pub fn slot_paced(pods: &[&Pod], ids: &[usize]) -> Vec<usize> {
+    let base = interleaved(pods, ids);
+    let cpu_of = |id: usize| i128::from(res::get(&pods[id].requests, CPU));
+    let cpu: i128 = base.iter().map(|&id| cpu_of(id)).sum();
+    let count = base.len() as i128;
+    let mut out = Vec::with_capacity(base.len());
+    let mut taken_cpu = 0i128;
+    let (mut first, mut end) = (0usize, base.len());
+    while first < end {
+        let id = if out.len() as i128 * cpu < taken_cpu * count {
+            end -= 1;
+            base[end]
+        } else {
+            first += 1;
+            base[first - 1]
+        };
+        out.push(id);
+        taken_cpu += cpu_of(id);
+    }
+    out
+}
+
 /// Cpu, then memory, descending: first-fit decreasing, for re-packing into fixed-size flavors.
 pub fn biggest_first(pod: &Pod) -> (i64, i64, String) {
     (

@@ -10,13 +10,16 @@ use std::rc::Rc;
 use super::{present, price_of, put_back, take_off, Pass, SAVING};
 use crate::solver::anchored::{is_constrained, AnchoredChecks};
 use crate::solver::flavors::Flavor;
-use crate::solver::greedy::{biggest_first, interleaved, Scheduler};
-use crate::solver::model::{CPU, MEMORY};
+use crate::solver::greedy::{biggest_first, interleaved, slot_paced, Scheduler};
+use crate::solver::model::{Pod, CPU, MEMORY};
 use crate::solver::targets::Claim;
 
-const MIX_GROUP: usize = 32;
+const MIX_GROUP: usize = 64;
 const MIX_GAIN: f64 = 0.01;
 const MIX_TRIES: usize = 2;
+
+/// An order a part's pods are placed in (`interleaved`, `slot_paced`).
+type Order = fn(&[&Pod], &[usize]) -> Vec<usize>;
 
 /// A pod's place in the split order: memory per CPU, then `biggest_first`.
 type RatioKey = (f64, (i64, i64, String));
@@ -60,7 +63,8 @@ impl Pass<'_> {
     }
 
     /// Each of its splits placed in turn, kept only when it costs strictly less than the claims it
-    /// replaces and than the splits placed before it; the cheapest stays.
+    /// replaces and than the splits placed before it; the cheapest stays. The splits are placed
+    /// interleaved, and only when none of them is kept so, slot-paced (the Python twin says why).
     fn repack_mixed(&mut self, s: &mut Scheduler, indexes: &[usize]) -> bool {
         let claims: Vec<&Claim> = indexes
             .iter()
@@ -76,48 +80,56 @@ impl Pass<'_> {
         }
         let before = claims.iter().fold(0.0, |acc, c| acc + c.price()) - SAVING;
         let taken = take_off(s, indexes);
-        let mut best: Option<(f64, usize)> = None;
-        for (at, parts) in tries.iter().enumerate() {
-            if self.budget <= 0 {
+        for order in [interleaved as Order, slot_paced as Order] {
+            let mut best: Option<(f64, usize)> = None;
+            for (at, parts) in tries.iter().enumerate() {
+                if self.budget <= 0 {
+                    break;
+                }
+                let ceiling = best.map_or(before, |b| before.min(b.0));
+                let Some(created) = self.place_split(s, parts, order, ceiling) else {
+                    continue;
+                };
+                best = Some((price_of(s, &created), at));
+                if at + 1 < tries.len() {
+                    drop(take_off(s, &created));
+                } else {
+                    // The last split is the cheapest placed: it stays where it is.
+                    s.removed.extend(taken);
+                    return true;
+                }
+            }
+            if let Some((_, at)) = best {
+                if self
+                    .place_split(s, &tries[at], order, f64::INFINITY)
+                    .is_some()
+                {
+                    s.removed.extend(taken);
+                    return true;
+                }
                 break;
             }
-            let ceiling = best.map_or(before, |b| before.min(b.0));
-            let Some(created) = self.place_split(s, parts, ceiling) else {
-                continue;
-            };
-            best = Some((price_of(s, &created), at));
-            if at + 1 < tries.len() {
-                drop(take_off(s, &created));
-            } else {
-                // The last split is the cheapest placed: it stays where it is.
-                s.removed.extend(taken);
-                return true;
-            }
         }
-        let placed = best.and_then(|(_, at)| self.place_split(s, &tries[at], f64::INFINITY));
-        if placed.is_none() {
-            put_back(s, taken);
-            return false;
-        }
-        s.removed.extend(taken);
-        true
+        put_back(s, taken);
+        false
     }
 
-    /// The split's parts placed one after the other, each on claims of its own; None (nothing left
-    /// behind) when a part cannot be placed or all of them reach `ceiling`.
+    /// The split's parts placed one after the other in `order`, each on claims of its own; None
+    /// (nothing left behind) when a part cannot be placed or all of them reach `ceiling`.
     fn place_split(
         &mut self,
         s: &mut Scheduler,
         parts: &MixedSplit,
+        order: Order,
         ceiling: f64,
     ) -> Option<Vec<usize>> {
         let anchored = AnchoredChecks::default();
         let mut created: Vec<usize> = Vec::new();
         for (pods, flavors) in parts.parts() {
             let names: Vec<&str> = flavors.iter().map(String::as_str).collect();
-            let order = interleaved(&s.pods, pods);
+            let sequence = order(&s.pods, pods);
             let spent = price_of(s, &created);
-            let Some(placed) = self.replace(s, &order, Some(&names), &anchored, ceiling, spent)
+            let Some(placed) = self.replace(s, &sequence, Some(&names), &anchored, ceiling, spent)
             else {
                 drop(take_off(s, &created));
                 return None;

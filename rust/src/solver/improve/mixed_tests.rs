@@ -1,10 +1,10 @@
 //! The mixed-flavor move's splits with cargo alone: the twins of `test_improve_mixed.py`'s first
-//! three tests.
+//! three tests and of its slot-paced order's.
 
 use serde_json::{json, Value};
 
 use super::splits;
-use crate::solver::greedy::Scheduler;
+use crate::solver::greedy::{interleaved, slot_paced, Scheduler};
 use crate::solver::model::Snapshot;
 use crate::solver::targets::Claim;
 use crate::solver::test_support::{flavor, pod, snapshot};
@@ -104,4 +104,47 @@ fn the_move_does_not_apply_when_every_flavor_has_one_shape() {
         sized_flavor("g-32", 8, 32, 0.2032),
     ]);
     assert!(greedy_split(&snapshot).is_none());
+}
+
+/// Three pods of 4 CPU and six of 500m, one shape: interleaved leaves the six to the end, slot-paced
+/// puts two after each big one (the twin of `test_slot_paced_draws_the_small_pods_in_as_the_cpu_is_taken`).
+#[test]
+fn slot_paced_draws_the_small_pods_in_as_the_cpu_is_taken() {
+    const MI: i64 = 1_048_576_000;
+    let mut pods: Vec<Value> = (0..3)
+        .map(|i| {
+            let mut out = pod(&format!("big-{i}"), 4000);
+            out["requests"]["memory"] = json!(4000 * MI);
+            out
+        })
+        .collect();
+    pods.extend((0..6).map(|i| {
+        let mut out = pod(&format!("small-{i}"), 500);
+        out["requests"]["memory"] = json!(500 * MI);
+        out
+    }));
+    let snapshot = snapshot(pods, vec![sized_flavor("g-32", 8, 32, 0.2032)]);
+    let s = Scheduler::new(&snapshot);
+    let ids: Vec<usize> = (0..s.pods.len()).collect();
+    let kinds = |order: Vec<usize>| -> Vec<String> {
+        order
+            .iter()
+            .map(|&p| {
+                s.pods[p]
+                    .name
+                    .split('-')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(interleaved(&s.pods, &ids)),
+        [["big"; 3].as_slice(), &["small"; 6]].concat()
+    );
+    assert_eq!(
+        kinds(slot_paced(&s.pods, &ids)),
+        ["big", "small", "small"].repeat(3)
+    );
 }
