@@ -207,3 +207,26 @@ def test_a_cordoned_node_takes_only_the_pods_that_tolerate_the_cordon() -> None:
         validate(snap, replace(both, existing_nodes={"n1": (tolerant.key,)}, unschedulable={plain.key: "x"}))
         == []
     )
+
+
+def test_a_self_affine_group_must_be_reachable_in_kube_schedulers_binding_order() -> None:
+    """InterPodAffinity lets only the cluster's first pod of a self-affine group open a zone; every later
+    one binds next to a pod of the group. So a group split over two zones is refused even when each pod
+    has company there (3 and 3, or 5 and a stray), and allowed when the second zone was opened by a pod
+    of the group without the term."""
+    flavor = make_flavor("m", 4, 16 * GI, zones=("z1", "z2"))
+    together = (PodAffinityTerm(APP, ZONE, ("default",)),)
+    pods = [web(f"w{i}", affinity=together) for i in range(6)]
+    snap = snapshot(pods, flavors=(flavor,))
+    assert validate(snap, plan_of(claim_on(flavor, "z1", pods))) == []
+    halves = plan_of(claim_on(flavor, "z1", pods[:3]), claim_on(flavor, "z2", pods[3:]))
+    refused = [v for v in validate(snap, halves) if "required pod affinity" in v]
+    assert len(refused) == 3 and all(v.split(" on ")[1].startswith("default/") for v in refused)
+    stray = validate(snap, plan_of(claim_on(flavor, "z1", pods[:5]), claim_on(flavor, "z2", pods[5:])))
+    assert stray == [
+        "default/w5 on default/plan-1: required pod affinity on topology.kubernetes.io/zone not met"
+    ]
+    opener = web("opener")
+    snap_opened = snapshot([*pods, opener], flavors=(flavor,))
+    opened = plan_of(claim_on(flavor, "z1", pods[:3]), claim_on(flavor, "z2", [opener, *pods[3:]]))
+    assert validate(snap_opened, opened) == []

@@ -38,6 +38,7 @@ from kapstan.scheduling.topology import (
     term_group,
     untolerated,
 )
+from kapstan.scheduling.validator_affinity import unreachable_domains
 
 
 @dataclass
@@ -331,23 +332,27 @@ def _check_topology(snapshot: Snapshot, hosts: list[_Host], violations: list[str
         return found
 
     owners = [(pod, host, term) for pod, host in located for term in pod.anti_affinity]
-    seeds: set[Group] = set()
+    unreached: dict[Group, set[str]] = {}
+
+    def unreachable(group: Group) -> set[str]:
+        found = unreached.get(group)
+        if found is None:
+            in_order = [(p, h.labels.get, True) for h in hosts for p in h.existing_pods]
+            in_order += [(p, h.labels.get, False) for h in hosts for p in h.placed]
+            found = unreached[group] = unreachable_domains(group, in_order)
+        return found
+
     for host in hosts:
         for pod in host.placed:
             for term in pod.affinity:
                 group, key = term_group(term), term.topology_key
                 domain = host.labels.get(key)
                 itself = 1 if group.selects(pod) else 0
-                if domain is not None and counts(group, key).get(domain, 0) - itself > 0:
-                    continue
-                # Alone in its domain is fine for the first pod of a group that selects itself (the
-                # scheduler's rule for a group's first pod), once per group and only if no pod of the
-                # group ran before the plan.
-                ran_before = any(group.selects(p) for h in hosts for p in h.existing_pods)
-                if itself and domain is not None and not ran_before and group not in seeds:
-                    seeds.add(group)
-                    continue
-                violations.append(f"{pod.key} on {host.name}: required pod affinity on {key} not met")
+                # Company in the domain, or alone as the group's first pod (itself selected), and the
+                # domain one kube-scheduler's binding order can reach (validator_affinity.py).
+                met = domain is not None and (counts(group, key).get(domain, 0) - itself > 0 or itself)
+                if not met or domain in unreachable(group):
+                    violations.append(f"{pod.key} on {host.name}: required pod affinity on {key} not met")
             for term in pod.anti_affinity:
                 group, key = term_group(term), term.topology_key
                 domain = host.labels.get(key)
