@@ -60,7 +60,16 @@ def _node(api: kr8s.Api, name: str, zone: str) -> Node:
     return node
 
 
-def _pod(api: kr8s.Api, ns: str, name: str, cpu: str, *, on: str | None = None, spread: bool = False) -> Pod:
+def _pod(
+    api: kr8s.Api,
+    ns: str,
+    name: str,
+    cpu: str,
+    *,
+    on: str | None = None,
+    spread: bool = False,
+    avoid: tuple[str, ...] = (),
+) -> Pod:
     spec: dict[str, Any] = {
         "containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]
     }
@@ -68,6 +77,11 @@ def _pod(api: kr8s.Api, ns: str, name: str, cpu: str, *, on: str | None = None, 
         spec["nodeName"] = on
     else:
         spec["schedulingGates"] = [{"name": HOLD}]
+    if avoid:
+        # The sandbox is shared by the whole session: other tests' Nodes must not take these pods.
+        excluded = {"key": "metadata.name", "operator": "NotIn", "values": list(avoid)}
+        required = {"nodeSelectorTerms": [{"matchFields": [excluded]}]}
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     if spread:
         spec["topologySpreadConstraints"] = ZONE_SPREAD
     labels = WEB if spread else {"app": name}
@@ -138,6 +152,11 @@ def test_kube_scheduler_binds_what_kapstan_plans_on_nodes_and_refuses_what_it_gi
     cluster: tuple[kr8s.Api, str, list[Node]],
 ) -> None:
     api, ns, nodes = cluster
+    # A Node with room in zone-c that is not the test's, as other tests of the session leave behind:
+    # the pending pods avoid every such Node, so kube-scheduler decides on the test's Nodes alone.
+    nodes.append(_node(api, "oracle-elsewhere", "zone-c"))
+    others = tuple(sorted(n.name for n in api.get("nodes") if not n.name.startswith("oracle-")))
+    avoid = ("oracle-elsewhere", *others)
     room, going, b1, c1 = (
         _node(api, name, zone)
         for name, zone in (
@@ -162,9 +181,10 @@ def test_kube_scheduler_binds_what_kapstan_plans_on_nodes_and_refuses_what_it_gi
     going.patch({"metadata": {"finalizers": [HOLD]}, "spec": {"taints": [DRAINED_TAINT]}}, type="merge")
     going.delete()
     wait_for("oracle-going marked for deletion", lambda: "deletionTimestamp" in _fresh(going)["metadata"])
-    free, web_new = _pod(api, ns, "free-0", "1"), _pod(api, ns, "web-new", "1", spread=True)
+    free = _pod(api, ns, "free-0", "1", avoid=avoid)
+    web_new = _pod(api, ns, "web-new", "1", spread=True, avoid=avoid)
 
-    snapshot = _snapshot_now(api, ns, nodes)
+    snapshot = _snapshot_now(api, ns, [n for n in nodes if n.name != "oracle-elsewhere"])
     plans = {engine: solve(snapshot, engine) for engine in ("rust", "python")}
     for engine, plan in plans.items():
         on_nodes = {key: name for name, keys in plan.existing_nodes.items() for key in keys}
