@@ -296,20 +296,25 @@ impl<'a> Search<'a> {
     /// A first cover, each step the pattern (of the first shape with pods left, within the limits)
     /// whose price plus the bound of what it leaves is least, the first in rank order of equals: the
     /// search then starts from a near-optimal cover and prunes (see the Python twin's `_dive`).
+    /// The NodePool limits left once pattern `i` is bought; None when it would go over one.
+    fn limits_after(&self, limits: &[i64], i: usize) -> Option<Vec<i64>> {
+        let left: Vec<i64> = limits
+            .iter()
+            .zip(self.pattern_limits[i])
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect();
+        left.iter().all(|&x| x >= 0).then_some(left)
+    }
+
     fn dive(&mut self, mut demand: Demand, mut limits: Vec<i64>) {
         let mut cost = 0.0f64;
         let mut chosen = Vec::new();
         while let Some(shape) = demand.iter().position(|&d| d > 0) {
             let mut pick: Option<(f64, usize, Demand, Vec<i64>)> = None;
             for &i in &self.by_shape[shape] {
-                let left: Vec<i64> = limits
-                    .iter()
-                    .zip(self.pattern_limits[i])
-                    .map(|(a, b)| a.saturating_sub(*b))
-                    .collect();
-                if left.iter().any(|&x| x < 0) {
+                let Some(left) = self.limits_after(&limits, i) else {
                     continue;
-                }
+                };
                 let p = &self.patterns[i];
                 let mut after = demand;
                 for (d, &n) in after.iter_mut().zip(&p.counts) {
@@ -380,14 +385,9 @@ impl<'a> Search<'a> {
                 return;
             }
             self.steps -= 1;
-            let left: Vec<i64> = limits
-                .iter()
-                .zip(self.pattern_limits[i])
-                .map(|(a, b)| a.saturating_sub(*b))
-                .collect();
-            if left.iter().any(|&x| x < 0) {
+            let Some(left) = self.limits_after(&limits, i) else {
                 continue;
-            }
+            };
             let price = p.price;
             let next = if after[shape] > 0 { rank } else { 0 };
             chosen.push(i);
