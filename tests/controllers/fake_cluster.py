@@ -30,7 +30,7 @@ from kapstan.capi.fake import FakeProvider
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
 from kapstan.catalog import FlavorSource
 from kapstan.catalog.catalog import DEFAULT_ZONE
-from kapstan.controllers.provisioner import nodeclaim_manifest
+from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.state import ClusterRef, ClusterState
 from kapstan.kube.client import Object, Resource
 from kapstan.kube.clock import FakeClock

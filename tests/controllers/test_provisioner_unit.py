@@ -6,11 +6,8 @@ import asyncio
 
 from kapstan.api.wellknown import NODEPOOL_HASH_ANNOTATION, TERMINATION_FINALIZER
 from kapstan.controllers.batcher import Batcher, BatchWindow
-from kapstan.controllers.provisioner import (
-    counted_on_nodes,
-    nodeclaim_manifest,
-    nodepool_hash,
-)
+from kapstan.controllers.nodeclaim_template import nodeclaim_manifest, nodepool_hash
+from kapstan.controllers.provisioner import counted_on_nodes
 from kapstan.kube.clock import FakeClock
 from kapstan.scheduling.model import InstanceType, Offering, Plan, PlannedNodeClaim, Pod, Snapshot
 

@@ -9,7 +9,7 @@ from disruption_helpers import claim
 from kapstan.api.wellknown import NODEPOOL_HASH_VERSION
 from kapstan.capi.drift import machine_drift
 from kapstan.controllers.disruption.drift import expired, nodepool_drift, requirements_drift
-from kapstan.controllers.provisioner import nodepool_hash
+from kapstan.controllers.nodeclaim_template import nodepool_hash
 
 POOL = {"metadata": {"name": "pool"}, "spec": {"template": {"spec": {"requirements": []}}}}
 

@@ -4,8 +4,9 @@ Pods the scheduler could not place, or has not tried yet (``awaiting_scheduler``
 closes after 1 s without a new pod or 10 s after it opened, whichever comes first (Karpenter's batch idle
 and max durations), so a Deployment of 500 replicas is one decision, not 500; a burst still arriving at
 the maximum keeps it open longer (``BatchWindow.burst``). Then the provisioner snapshots both clusters,
-solves, and creates one NodeClaim per planned node. It does not launch anything: the NodeClaim lifecycle controller does, so a
-crash between the two leaves a NodeClaim that the next leader launches, never a Machine nobody owns.
+solves, and creates one NodeClaim per planned node (``nodeclaim_template``). It does not launch anything:
+the NodeClaim lifecycle controller does, so a crash between the two leaves a NodeClaim that the next
+leader launches, never a Machine nobody owns.
 
 In-flight NodeClaims are nodes in the snapshot (``kapstan.snapshot``), and the pods a plan put on one stay
 on it in the next snapshots while it is on its way (``planned_on``), as if bound: the next batch plans only
@@ -16,30 +17,16 @@ double-provisions nor re-packs the pods of in-flight claims onto new ones.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Sequence
 
 from kapstan import scheduling
 from kapstan.api.errors import ManifestError
-from kapstan.api.quantity import format_quantity
-from kapstan.api.wellknown import (
-    CAPACITY_TYPE,
-    INITIALIZED,
-    INSTANCE_TYPE,
-    NODEPOOL,
-    NODEPOOL_HASH_ANNOTATION,
-    NODEPOOL_HASH_VERSION,
-    NODEPOOL_HASH_VERSION_ANNOTATION,
-    PRICE_ANNOTATION,
-    TERMINATION_FINALIZER,
-    ZONE,
-)
+from kapstan.api.wellknown import INITIALIZED
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.batcher import Batcher, BatchWindow
+from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.replans import Replans, on_the_way
 from kapstan.controllers.scheduler_refusals import REFUSED_AFTER, REFUSED_REASON, Refusals
 from kapstan.controllers.state import ClusterState, Gathered, Problem, awaiting_scheduler, provisionable
@@ -55,8 +42,6 @@ from kapstan.snapshot import build_simulation_input
 
 log = logging.getLogger(__name__)
 
-_NARROWED = (INSTANCE_TYPE, ZONE, CAPACITY_TYPE)
-
 
 PodNote = tuple[str, EventType, str, str]
 """An Event to write on a pod: its key, the Event's type, reason and message."""
@@ -67,13 +52,6 @@ CLAIM_WATCH_WAIT = 10.0
 CREATES_AT_ONCE = 16
 """NodeClaims of one plan created at the same time: one after the other, the 44 of a 1,000-pod plan took 7 s
 on a busy API server (0.16 s a create), all of it before the first launch could start."""
-
-
-def nodepool_hash(pool: Object) -> str:
-    """A digest of the NodePool's template, so drift can tell a claim made from an older template."""
-    template = pool.get("spec", {}).get("template", {})
-    canonical = json.dumps(template, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 class Provisioner:
@@ -371,71 +349,3 @@ def counted_on_nodes(plan: Plan) -> dict[str, tuple[str, ...]]:
     """The existing nodes (and launching claims) the plan put pending pods on, with those pods; the
     plan lists every existing node, most with nothing new."""
     return {node: keys for node, keys in plan.existing_nodes.items() if keys}
-
-
-def nodeclaim_manifest(
-    claim: PlannedNodeClaim, pool: Object, snapshot: Snapshot, alternatives: Sequence[str] = ()
-) -> Object:
-    """The NodeClaim for one planned node: the pool's template narrowed to the chosen offering's zone and
-    capacity type, and to the chosen flavor followed by its ranked ``alternatives`` (launch tries them in
-    that order); the labels name the chosen flavor."""
-    template = pool["spec"]["template"]
-    spec = template.get("spec", {})
-    pool_meta = Meta.of(pool)
-    pool_name = pool_meta.name
-    labels = {
-        **(template.get("metadata", {}).get("labels") or {}),
-        **claim.labels,
-        NODEPOOL: pool_name,
-        INSTANCE_TYPE: claim.instance_type,
-        ZONE: claim.zone,
-        CAPACITY_TYPE: claim.capacity_type,
-    }
-    requirements = [r for r in spec.get("requirements") or [] if r.get("key") not in _NARROWED]
-    requirements += [
-        {"key": INSTANCE_TYPE, "operator": "In", "values": [claim.instance_type, *alternatives]},
-        {"key": ZONE, "operator": "In", "values": [claim.zone]},
-        {"key": CAPACITY_TYPE, "operator": "In", "values": [claim.capacity_type]},
-    ]
-    body: Object = {
-        "apiVersion": NODECLAIMS.api_version,
-        "kind": NODECLAIMS.kind,
-        "metadata": {
-            "generateName": f"{pool_name}-",
-            "labels": labels,
-            "annotations": {
-                **(template.get("metadata", {}).get("annotations") or {}),
-                NODEPOOL_HASH_ANNOTATION: nodepool_hash(pool),
-                NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
-                PRICE_ANNOTATION: str(claim.price_per_hour),
-            },
-            "finalizers": [TERMINATION_FINALIZER],
-            "ownerReferences": [
-                {
-                    "apiVersion": pool["apiVersion"],
-                    "kind": pool["kind"],
-                    "name": pool_name,
-                    "uid": pool_meta.uid,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {
-            "nodeClassRef": spec["nodeClassRef"],
-            "requirements": requirements,
-            "resources": {"requests": _requests(claim, snapshot)},
-        },
-    }
-    for key in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if spec.get(key):
-            body["spec"][key] = spec[key]
-    return body
-
-
-def _requests(claim: PlannedNodeClaim, snapshot: Snapshot) -> dict[str, str]:
-    pods = {pod.key: pod for pod in snapshot.pods}
-    total: dict[str, int] = {}
-    for key in claim.pods:
-        for name, amount in pods[key].requests.items():
-            total[name] = total.get(name, 0) + amount
-    return {name: format_quantity(name, amount) for name, amount in sorted(total.items())}

@@ -24,7 +24,7 @@ from kapstan.api.wellknown import (
     ZONE,
 )
 from kapstan.controllers import conditions as cond
-from kapstan.controllers.provisioner import nodepool_hash
+from kapstan.controllers.nodeclaim_template import nodepool_hash
 from kapstan.kube.client import Object
 from kapstan.kube.meta import Meta
 

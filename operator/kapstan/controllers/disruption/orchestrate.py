@@ -25,7 +25,7 @@ from kapstan.controllers.disruption.consolidation import DELETE, Decision
 from kapstan.controllers.disruption.methods import DRIFTED, EMPTY, EXPIRED, UNDERUTILIZED
 from kapstan.controllers.disruption.observe import Pools
 from kapstan.controllers.disruption.writes import ClaimWrites
-from kapstan.controllers.provisioner import nodeclaim_manifest
+from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
