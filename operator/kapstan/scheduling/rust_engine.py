@@ -2,7 +2,7 @@
 
 Maps whose order matters (a pod's requests, labels) keep their order in the JSON objects, so the Rust
 side sees them in the same order the Python engine does and words its reasons identically. The Rust
-side rejects a field it does not know and one that is missing (`rust/src/solver/model.rs`), so the JSON
+side rejects a field it does not know and one that is missing (`rust/src/solver/model/`), so the JSON
 carries exactly what the solver reads: the few snapshot fields that only the controllers use stay here.
 """
 
