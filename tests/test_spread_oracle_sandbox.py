@@ -78,9 +78,10 @@ def _pod(
     else:
         spec["schedulingGates"] = [{"name": HOLD}]
     if avoid:
-        # The sandbox is shared by the whole session: other tests' Nodes must not take these pods.
-        excluded = {"key": "metadata.name", "operator": "NotIn", "values": list(avoid)}
-        required = {"nodeSelectorTerms": [{"matchFields": [excluded]}]}
+        # The sandbox is shared by the whole session: other tests' Nodes must not take these pods. The API
+        # server allows one value per matchFields requirement, so each Node is excluded by one of its own.
+        excluded = [{"key": "metadata.name", "operator": "NotIn", "values": [name]} for name in avoid]
+        required = {"nodeSelectorTerms": [{"matchFields": excluded}]}
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     if spread:
         spec["topologySpreadConstraints"] = ZONE_SPREAD
