@@ -76,7 +76,8 @@ def splits(claims: tuple[Claim, ...], pods: list[Pod]) -> list[MixedSplit]:
         return []
     prices = {f.name: f.price(view.base) for f in flavors}
     shape = [sum(p.requests.get(CPU, 0) for p in pods), sum(p.requests.get(MEMORY, 0) for p in pods)]
-    single = min(_fluid(prices[f.name], f, [CPU, MEMORY], shape) for f in flavors)
+    # Covering the shape with fractions of one flavor's nodes (finite: each holds CPU and memory).
+    single = min(prices[f.name] * _nodes(f, [CPU, MEMORY], shape) for f in flavors)
     # No mix costs less than each resource bought alone at its cheapest price per unit: when even that
     # saves too little, the pairs (a square of a large catalog's flavors) are not worth looking at.
     per_cpu = min(prices[f.name] / float(f.net[CPU]) for f in flavors)
@@ -120,19 +121,6 @@ def splits(claims: tuple[Claim, ...], pods: list[Pod]) -> list[MixedSplit]:
 def _memory_per_cpu(pod: Pod) -> float:
     cpu = pod.requests.get(CPU, 0)
     return float(pod.requests.get(MEMORY, 0)) / float(cpu) if cpu > 0 else math.inf
-
-
-def _fluid(price: float, flavor: Flavor, keys: list[str], amounts: list[int]) -> float:
-    """What covering the amounts with fractions of the flavor's nodes costs (infinite if it lacks one)."""
-    nodes = 0.0
-    for key, amount in zip(keys, amounts, strict=True):
-        if amount <= 0:
-            continue
-        net = flavor.net.get(key, 0)
-        if net <= 0:
-            return math.inf
-        nodes = max(nodes, float(amount) / float(net))
-    return price * nodes
 
 
 def _cheapest_pair(

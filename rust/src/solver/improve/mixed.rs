@@ -176,10 +176,11 @@ fn splits(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<MixedSplit> {
         return Vec::new();
     }
     let total = |at: usize| -> i128 { pods.iter().map(|&p| i128::from(s.requests[p][at])).sum() };
-    let shape = [(cpu_at, total(cpu_at)), (memory_at, total(memory_at))];
+    let (keys, shape) = ([cpu_at, memory_at], [total(cpu_at), total(memory_at)]);
+    // Covering the shape with fractions of one flavor's nodes (finite: each holds CPU and memory).
     let single = flavors
         .iter()
-        .map(|f| fluid(f, &shape))
+        .map(|f| f.base_price * nodes(f, &keys, &shape))
         .fold(f64::INFINITY, f64::min);
     // No mix costs less than each resource bought alone at its cheapest price per unit: when even
     // that saves too little, the pairs (a square of a large catalog's flavors) are not worth looking at.
@@ -190,12 +191,12 @@ fn splits(s: &Scheduler, claims: &[&Claim], pods: &[usize]) -> Vec<MixedSplit> {
             .fold(f64::INFINITY, f64::min)
     };
     let alone =
-        (shape[0].1 as f64 * cheapest_per(cpu_at)).max(shape[1].1 as f64 * cheapest_per(memory_at));
+        (shape[0] as f64 * cheapest_per(cpu_at)).max(shape[1] as f64 * cheapest_per(memory_at));
     if alone >= single * (1.0 - MIX_GAIN) {
         return Vec::new();
     }
     let Some((pair_cost, rich, lean)) =
-        cheapest_pair(&flavors, cpu_at, memory_at, shape[0].1, shape[1].1)
+        cheapest_pair(&flavors, cpu_at, memory_at, shape[0], shape[1])
     else {
         return Vec::new();
     };
@@ -267,23 +268,6 @@ fn memory_per_cpu(requests: &[i64], cpu_at: usize, memory_at: usize) -> f64 {
     } else {
         f64::INFINITY
     }
-}
-
-/// What covering the amounts (position, amount) with fractions of the flavor's nodes costs (infinite
-/// if it lacks one).
-fn fluid(flavor: &Flavor, amounts: &[(usize, i128)]) -> f64 {
-    let mut nodes = 0.0f64;
-    for &(at, amount) in amounts {
-        if amount <= 0 {
-            continue;
-        }
-        let net = flavor.net_dense[at];
-        if net <= 0 {
-            return f64::INFINITY;
-        }
-        nodes = nodes.max(amount as f64 / net as f64);
-    }
-    flavor.base_price * nodes
 }
 
 /// The fluid cost and the (CPU-rich, memory-rich) pair whose mix covers the CPU and memory exactly
