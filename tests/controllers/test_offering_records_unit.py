@@ -10,7 +10,7 @@ import copy
 from datetime import timedelta
 
 from fake_cluster import POOL, World, world
-from test_provisioner_batches_unit import _pending
+from provisioner_kit import unschedulable
 
 from kapstan.api.wellknown import INSTANCE_TYPE, OFFERINGS_AVAILABLE
 from kapstan.catalog.catalog import DEFAULT_ZONE
@@ -60,7 +60,7 @@ def test_a_new_leader_restores_the_backoff_and_plans_around_the_offering() -> No
     assert recorded.reason == "RegistrationTimeout: no Node registered within 900s of launch"
 
     w.state.backoff = OfferingBackoff(w.clock)  # the new leader's memory: nothing failed yet
-    w.api.put(PODS, _pending("web", "1"))
+    w.api.put(PODS, unschedulable("web"))
     assert offering_records.restore(w.state) == 1
     assert _planned_flavors(w) == ["c3-8"], "the restarted provisioner still avoids the backed-off c3-4"
     assert "after 1 failed launch(es): RegistrationTimeout" in w.state.backoff.blocked(BROKEN)
@@ -73,7 +73,7 @@ def test_without_the_record_a_restarted_provisioner_takes_the_failing_offering_a
     w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
     _failed_once(w)
     w.state.backoff = OfferingBackoff(w.clock)
-    w.api.put(PODS, _pending("web", "1"))
+    w.api.put(PODS, unschedulable("web"))
     assert _planned_flavors(w) == ["c3-4"]
 
 

@@ -4,31 +4,13 @@ marks a few new pods a second, and waiting for its verdict cut 1,000 pods into b
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fake_cluster import world
+from provisioner_kit import pending_pod, unschedulable
 
 from kapstan.controllers.provisioner import Provisioner
-from kapstan.kube.client import Object
 from kapstan.kube.kinds import PODS
 from kapstan.kube.store import Event
-
-
-def _pod(name: str, cpu: str, *, conditions: list[Object] | None = None, **spec: Any) -> Object:
-    """A pod as the ReplicaSet creates it: no PodScheduled condition until the scheduler tries it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {
-            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-        "status": {"phase": "Pending", "conditions": conditions or []},
-    }
-
-
-UNSCHEDULABLE = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
 
 
 def _claims(provisioner: Provisioner) -> list[str]:
@@ -40,8 +22,8 @@ def _claims(provisioner: Provisioner) -> list[str]:
 def test_a_pod_the_scheduler_has_not_tried_is_planned_in_the_same_batch() -> None:
     w = world()  # c3-4: 2 CPU
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pod("marked", "1500m", conditions=UNSCHEDULABLE))
-    w.api.put(PODS, _pod("new", "1800m"))
+    w.api.put(PODS, unschedulable("marked", "1500m"))
+    w.api.put(PODS, pending_pod("new", "1800m"))
     assert _claims(provisioner) == ["1500m", "1800m"]
 
 
@@ -55,9 +37,9 @@ def _opens_a_batch(provisioner: Provisioner, event: Event) -> bool:
 def test_a_new_pod_opens_a_batch_and_the_schedulers_verdict_on_it_does_not_open_another() -> None:
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    new = _pod("new", "1")
+    new = pending_pod("new", "1")
     assert _opens_a_batch(provisioner, Event("ADDED", new)), "no waiting for the scheduler"
-    marked = _pod("new", "1", conditions=UNSCHEDULABLE)
+    marked = unschedulable("new", "1")
     assert not _opens_a_batch(provisioner, Event("MODIFIED", marked, new)), "nothing new to plan"
 
 
@@ -65,9 +47,9 @@ def test_gated_pods_and_other_schedulers_pods_wait_for_their_verdict() -> None:
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
     waiting = [
-        _pod("gated", "1", schedulingGates=[{"name": "example.com/quota"}]),
-        _pod("custom", "1", schedulerName="my-scheduler"),
-        _pod("tried", "1", conditions=[{"type": "PodScheduled", "status": "False"}]),
+        pending_pod("gated", "1", schedulingGates=[{"name": "example.com/quota"}]),
+        pending_pod("custom", "1", schedulerName="my-scheduler"),
+        pending_pod("tried", "1", conditions=[{"type": "PodScheduled", "status": "False"}]),
     ]
     for pod in waiting:
         w.api.put(PODS, pod)

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from fake_cluster import World, world
+from provisioner_kit import arrives, initialized, unschedulable
 
 from kapstan.controllers.provisioner import Provisioner
 from kapstan.controllers.replans import REPLAN_AFTER, REPLAN_AFTER_MAX
@@ -14,19 +15,6 @@ from kapstan.kube.client import Object, Resource
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import PODS
 from kapstan.kube.store import Event
-
-
-def _pending(name: str, cpu: str) -> Object:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
-    }
 
 
 def _cpu_of(claims: list[Object]) -> list[str]:
@@ -37,13 +25,13 @@ def _cpu_of(claims: list[Object]) -> list[str]:
 def test_a_later_batch_plans_only_the_pods_without_a_claim() -> None:
     w = world()  # c3-4: 2 CPU
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("small", "1500m"))
+    w.api.put(PODS, unschedulable("small", "1500m"))
 
     async def batches() -> tuple[list[Object], list[Object]]:
         first = await provisioner.provision()
         # "small" is still pending (its claim is launching) when a bigger pod arrives. Re-planned
         # biggest first, "big" would take the in-flight claim and "small" a new one.
-        w.api.put(PODS, _pending("big", "1800m"))
+        w.api.put(PODS, unschedulable("big", "1800m"))
         return first, await provisioner.provision()
 
     first, second = asyncio.run(batches())
@@ -58,7 +46,7 @@ def test_an_md_the_catalog_leaves_out_gets_the_event_on_itself_through_the_provi
     w.api.put(
         w.state.machine_deployments.resource, {**bare, "metadata": {**bare["metadata"], "annotations": {}}}
     )
-    w.api.put(PODS, _pending("small", "1"))
+    w.api.put(PODS, unschedulable("small", "1"))
     created = asyncio.run(Provisioner(w.state, w.events, clock=w.clock).provision())
     assert len(created) == 1, "the other MD still provisions"
     assert w.api.reasons("md-bare") == ["FlavorUnavailable"]
@@ -70,7 +58,7 @@ def test_a_plans_claims_are_created_at_once_and_one_failed_create_keeps_the_othe
     w = world()  # c3-4: 2 CPU, so each pod of 1500m is a claim of its own
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
     for name in ("a", "b", "c"):
-        w.api.put(PODS, _pending(name, "1500m"))
+        w.api.put(PODS, unschedulable(name, "1500m"))
     create = w.api.create
     calls, in_flight, most = 0, 0, 0
 
@@ -95,15 +83,10 @@ def test_a_plans_claims_are_created_at_once_and_one_failed_create_keeps_the_othe
     assert len(asyncio.run(provisioner.provision())) == 1, "the next batch plans only the pod left"
 
 
-def _initialized(claim: Object) -> Object:
-    status = {**claim.get("status", {}), "conditions": [{"type": "Initialized", "status": "True"}]}
-    return {**claim, "status": status}
-
-
 async def _opens_a_batch_after(w: World, provisioner: Provisioner, claim: Object, seconds: float) -> bool:
     """Whether the claim coming up Initialized opens a batch within ``seconds`` (and not before)."""
     provisioner.batcher._trigger.clear()
-    provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+    provisioner._on_claim_initialized(Event("MODIFIED", initialized(claim), claim))
     for _ in range(5):
         await asyncio.sleep(0)
     assert not provisioner.batcher._trigger.is_set(), "kube-scheduler is given its time first"
@@ -119,8 +102,7 @@ def test_a_claim_coming_up_with_a_planned_pod_still_pending_opens_a_batch_a_whil
     though, 661 pods about to be bound were planned again and bought 5 more nodes."""
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("left-out", "1500m"))
-    provisioner._on_pod(Event("ADDED", _pending("left-out", "1500m")))
+    arrives(w, provisioner, unschedulable("left-out", "1500m"))
 
     async def scenario() -> bool:
         (claim,) = await provisioner.provision()
@@ -135,8 +117,7 @@ def test_each_claim_that_comes_up_without_the_pod_doubles_its_wait_up_to_the_max
     minutes. Each claim that comes up without the pod now doubles its wait: 20 s, 40 s, 80 s, ..."""
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("refused", "1500m"))
-    provisioner._on_pod(Event("ADDED", _pending("refused", "1500m")))
+    arrives(w, provisioner, unschedulable("refused", "1500m"))
 
     async def opened(seconds: float) -> bool:
         for _ in range(5):  # the look's task starts its sleep first
@@ -154,7 +135,7 @@ def test_each_claim_that_comes_up_without_the_pod_doubles_its_wait_up_to_the_max
             claim = {**first, "metadata": {**first["metadata"], "name": f"tainted-{n}"}}
             provisioner._planned_on["default/refused"] = f"tainted-{n}"
             provisioner.batcher._trigger.clear()
-            provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+            provisioner._on_claim_initialized(Event("MODIFIED", initialized(claim), claim))
             seen.append((await opened(wait - 1), await opened(1)))
         return seen
 
@@ -165,15 +146,14 @@ def test_each_claim_that_comes_up_without_the_pod_doubles_its_wait_up_to_the_max
 def test_a_claim_coming_up_whose_pods_are_bound_by_then_opens_nothing() -> None:
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("lands", "1500m"))
-    provisioner._on_pod(Event("ADDED", _pending("lands", "1500m")))
+    arrives(w, provisioner, unschedulable("lands", "1500m"))
 
     async def scenario() -> bool:
         (claim,) = await provisioner.provision()
         provisioner.batcher._trigger.clear()
-        provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
-        bound = {**_pending("lands", "1500m"), "spec": {"nodeName": "node-a", "containers": []}}
-        provisioner._on_pod(Event("MODIFIED", bound, _pending("lands", "1500m")))  # bound meanwhile
+        provisioner._on_claim_initialized(Event("MODIFIED", initialized(claim), claim))
+        bound = {**unschedulable("lands", "1500m"), "spec": {"nodeName": "node-a", "containers": []}}
+        provisioner._on_pod(Event("MODIFIED", bound, unschedulable("lands", "1500m")))  # bound meanwhile
         w.clock.advance(REPLAN_AFTER)
         for _ in range(5):
             await asyncio.sleep(0)
@@ -187,7 +167,7 @@ def test_the_next_batch_waits_for_the_informer_to_show_the_claims_just_made() ->
     claims and bought 17 more (bench.live, 3,000 pods)."""
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("a", "1500m"))
+    w.api.put(PODS, unschedulable("a", "1500m"))
 
     async def batches() -> list[Object]:
         (claim,) = await provisioner.provision()
@@ -206,7 +186,7 @@ def test_the_next_batch_waits_for_the_informer_to_show_the_claims_just_made() ->
 def test_a_claim_the_informer_never_shows_holds_the_next_batch_ten_seconds_at_most() -> None:
     w = world()
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
-    w.api.put(PODS, _pending("a", "1500m"))
+    w.api.put(PODS, unschedulable("a", "1500m"))
 
     async def batches() -> list[Object]:
         (claim,) = await provisioner.provision()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from fake_cluster import World, world
+from provisioner_kit import unschedulable
 
 from kapstan.controllers.provisioner import Provisioner
 from kapstan.controllers.scheduler_refusals import REFUSED_AFTER, REFUSED_REASON
@@ -16,21 +17,6 @@ from kapstan.kube.kinds import NODES, PODS
 from kapstan.kube.store import Event
 
 REFUSAL = "0/1 nodes are available: 1 node(s) didn't match pod topology spread constraints."
-
-
-def _pending(name: str) -> Object:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": REFUSAL}
-            ],
-        },
-    }
 
 
 def _roomy_node(w: World) -> None:
@@ -61,7 +47,7 @@ def _messages(w: World, pod: str, reason: str) -> list[str]:
 def test_a_pod_still_refused_on_its_planned_node_is_said_and_gets_a_claim() -> None:
     w = world()
     _roomy_node(w)
-    w.api.put(PODS, _pending("web-new"))
+    w.api.put(PODS, unschedulable("web-new", message=REFUSAL))
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
 
     async def batches() -> tuple[list[Object], list[Object], list[Object]]:
@@ -86,7 +72,7 @@ def test_a_plan_onto_a_node_looks_again_once_kube_scheduler_had_its_time() -> No
     """Nothing about a pod kube-scheduler refuses changes by itself: the look has to be scheduled."""
     w = world()
     _roomy_node(w)
-    w.api.put(PODS, _pending("web-new"))
+    w.api.put(PODS, unschedulable("web-new", message=REFUSAL))
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
 
     async def scenario() -> tuple[bool, bool]:
@@ -109,11 +95,11 @@ def test_a_plan_onto_a_node_looks_again_once_kube_scheduler_had_its_time() -> No
 def test_a_pod_that_binds_is_forgotten() -> None:
     w = world()
     _roomy_node(w)
-    w.api.put(PODS, _pending("web-new"))
+    w.api.put(PODS, unschedulable("web-new", message=REFUSAL))
     provisioner = Provisioner(w.state, w.events, clock=w.clock)
     asyncio.run(provisioner.provision())
     assert provisioner.refusals.waiting()
-    pending = _pending("web-new")
+    pending = unschedulable("web-new", message=REFUSAL)
     bound = {**pending, "spec": {**pending["spec"], "nodeName": "roomy"}, "status": {"phase": "Running"}}
     provisioner._on_pod(Event("MODIFIED", w.api.put(PODS, bound), pending))
     assert not provisioner.refusals.waiting()

@@ -5,34 +5,14 @@ node up, marked a pod Unschedulable."""
 from __future__ import annotations
 
 import asyncio
-import copy
 
 from fake_cluster import World, world
+from provisioner_kit import arrives, initialized, unschedulable
 
 from kapstan.controllers.provisioner import Provisioner
 from kapstan.controllers.replans import BINDINGS_QUIET, REPLAN_AFTER, TICK
 from kapstan.kube.client import Object
-from kapstan.kube.kinds import PODS
 from kapstan.kube.store import Event
-
-
-def _pod(name: str, cpu: str, message: str = "0/1 nodes are available") -> Object:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
-            ],
-        },
-    }
-
-
-def _initialized(claim: Object) -> Object:
-    return {**claim, "status": {"conditions": [{"type": "Initialized", "status": "True"}]}}
 
 
 class Scene:
@@ -41,11 +21,14 @@ class Scene:
     def __init__(self, pods: dict[str, str]) -> None:
         self.w: World = world({"md-c3-4": "c3-4"})  # 2 CPU: each pod of 1500m gets a claim of its own
         self.provisioner = Provisioner(self.w.state, self.w.events, clock=self.w.clock)
-        self.pods = {name: _pod(name, cpu) for name, cpu in pods.items()}
         self.nodes = 1
+        self.pods = {name: unschedulable(name, cpu, self._verdict()) for name, cpu in pods.items()}
         for pod in self.pods.values():
-            self.w.api.put(PODS, copy.deepcopy(pod))
-            self.provisioner._on_pod(Event("ADDED", pod))
+            arrives(self.w, self.provisioner, pod)
+
+    def _verdict(self) -> str:
+        """kube-scheduler's message on a try: it names the nodes it tried, one more each time one came up."""
+        return f"0/{self.nodes} nodes are available"
 
     async def plan(self) -> dict[str, Object]:
         """One batch; each pod's claim."""
@@ -57,13 +40,13 @@ class Scene:
 
     def claim_up(self, claim: Object) -> None:
         self.provisioner.batcher._trigger.clear()
-        self.w.state.node_claims.store.upsert(_initialized(claim))
-        self.provisioner._on_claim_initialized(Event("MODIFIED", _initialized(claim), claim))
+        self.w.state.node_claims.store.upsert(initialized(claim))
+        self.provisioner._on_claim_initialized(Event("MODIFIED", initialized(claim), claim))
 
     def all_up(self) -> None:
         """Every claim made so far is Initialized: none is on its way."""
         for claim in self.w.state.node_claims.store.objects():
-            self.w.state.node_claims.store.upsert(_initialized(claim))
+            self.w.state.node_claims.store.upsert(initialized(claim))
 
     def bind(self, name: str) -> None:
         old = self.pods[name]
@@ -76,7 +59,7 @@ class Scene:
         old = self.pods[name]
         self.nodes += 1
         cpu = old["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-        new = _pod(name, cpu, f"0/{self.nodes} nodes are available")
+        new = unschedulable(name, cpu, self._verdict())
         self.provisioner._on_pod(Event("MODIFIED", new, old))
         self.pods[name] = new
 
