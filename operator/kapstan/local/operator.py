@@ -26,8 +26,10 @@ class OperatorProcess:
     lease: str = "kapstan"
     engine: str | None = None
     extra_args: tuple[str, ...] = ()
-    command: tuple[str, ...] = (sys.executable, "-m", "kapstan")
-    """What runs ``kapstan``: this interpreter, or e.g. a container runtime's ``run ... IMAGE`` (tests)."""
+    command: tuple[str, ...] = (sys.executable, "-P", "-m", "kapstan")
+    """What runs ``kapstan``: this interpreter, or e.g. a container runtime's ``run ... IMAGE`` (tests).
+    ``-P``: ``python -m`` would put the current directory first on ``sys.path``, and a ``kapstan/`` or a
+    ``click.py`` there (another checkout's ``operator/``, a stray script) would run instead of ours."""
     env: dict[str, str] = field(default_factory=dict)
     """Added to the process's environment (``bench.live`` points PYTHONPATH at another checkout)."""
     pid: int = 0
