@@ -193,6 +193,7 @@ def _build_locked(force: bool) -> Artifacts:
     src = source_dir()
     art = artifacts(src)
     if art.complete and not force:
+        (art.root / "complete").touch()  # used now: a build of other sources keeps it (``_prune``)
         _log(f"cached: {art.root}")
         return art
     if shutil.which("go", path=_go_env()["PATH"]) is None:
@@ -215,10 +216,23 @@ def _build_locked(force: bool) -> Artifacts:
     return art
 
 
-def _prune(keep: Path) -> None:
-    """Drop builds of other keys (~250 MB each); the Go build cache keeps rebuilding them cheap."""
+UNUSED_FOR = 24 * 3600.0
+"""Seconds since a build was last used (its ``complete`` marker, touched on each cache hit) after which a
+build of other sources drops it (~250 MB each; the Go build cache keeps rebuilding it cheap). Dropping
+every other build at once, as it did, took the binaries from under the sandboxes and test runs of the other
+checkouts sharing the cache: two branches with different provider sources removed each other's build on
+each run."""
+
+
+def _prune(keep: Path, now: float | None = None) -> None:
+    """Drop the builds of other keys not used for ``UNUSED_FOR`` (and unfinished ones as old)."""
+    now = time.time() if now is None else now
     for other in keep.parent.iterdir():
-        if other != keep and other.is_dir():
+        if other == keep or not other.is_dir():
+            continue
+        marker = other / "complete"
+        used = (marker if marker.exists() else other).stat().st_mtime
+        if now - used > UNUSED_FOR:
             shutil.rmtree(other, ignore_errors=True)
 
 
