@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kapstan.scheduling import resources as res
-from kapstan.scheduling.model import CAPACITY_TYPE, NODEPOOL, ZONE, Snapshot, Taint
+from kapstan.scheduling.model import Snapshot, Taint
 from kapstan.scheduling.topology import matches_node, untolerated
 
 
@@ -37,13 +37,7 @@ def node_groups(snapshot: Snapshot) -> list[NodeGroup]:
             for o in it.offerings:
                 if not o.available:
                     continue
-                labels = {
-                    **it.labels,
-                    **pool.labels,
-                    NODEPOOL: pool.name,
-                    ZONE: o.zone,
-                    CAPACITY_TYPE: o.capacity_type,
-                }
+                labels = pool.new_node_labels(it, o.zone, o.capacity_type)
                 taints = (*pool.taints, *it.taints)
                 overhead = res.total(
                     ds.pod.requests

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kapstan.scheduling import requirements as reqs
 from kapstan.scheduling import resources as res
-from kapstan.scheduling.model import CAPACITY_TYPE, NODEPOOL, ZONE, Pod, Snapshot, Taint
+from kapstan.scheduling.model import NODEPOOL, Pod, Snapshot, Taint
 from kapstan.scheduling.topology import matches_node, untolerated
 
 
@@ -82,8 +82,7 @@ def build_options(snapshot: Snapshot) -> list[Option]:
             for offering in it.offerings:
                 if not offering.available:
                     continue
-                labels = {**pinned, **it.labels, **pool.labels, NODEPOOL: pool.name}
-                labels.update({ZONE: offering.zone, CAPACITY_TYPE: offering.capacity_type})
+                labels = {**pinned, **pool.new_node_labels(it, offering.zone, offering.capacity_type)}
                 if not _pool_requirements_allow(pool_reqs, labels):
                     continue
                 capacity = res.subtract(it.allocatable, _overhead(snapshot, labels, taints))

@@ -258,6 +258,12 @@ class NodePool:
     instance_types: tuple[str, ...] | None = None
     """Names of the flavors this pool may use (its NodeClass's catalog); None means every flavor."""
 
+    def new_node_labels(self, flavor: InstanceType, zone: str, capacity_type: str) -> dict[str, str]:
+        """The labels a new node of this pool, flavor and offering carries: the flavor's, the pool's template
+        labels over them, then the pool's name and the offering's zone and capacity type (in this order,
+        which both engines' label maps keep)."""
+        return {**flavor.labels, **self.labels, NODEPOOL: self.name, ZONE: zone, CAPACITY_TYPE: capacity_type}
+
 
 CORDON_TAINT = Taint("node.kubernetes.io/unschedulable", "NoSchedule")
 """The taint kube-scheduler checks a cordoned node's pods against (`spec.unschedulable` itself)."""

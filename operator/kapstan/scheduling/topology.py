@@ -14,10 +14,8 @@ from dataclasses import dataclass
 
 from kapstan.scheduling import requirements as reqs
 from kapstan.scheduling.model import (
-    CAPACITY_TYPE,
     HOSTNAME,
     NODEPOOL,
-    ZONE,
     LabelSelector,
     Pod,
     PodAffinityTerm,
@@ -152,13 +150,7 @@ def flavor_domain_values(snapshot: Snapshot, pod: Pod, key: str, *, honor_taints
                 for offering in flavor.offerings:
                     if not offering.available:
                         continue
-                    labels = {
-                        **flavor.labels,
-                        **pool.labels,
-                        NODEPOOL: pool.name,
-                        ZONE: offering.zone,
-                        CAPACITY_TYPE: offering.capacity_type,
-                    }
+                    labels = pool.new_node_labels(flavor, offering.zone, offering.capacity_type)
                     if not _possible(combined, labels):
                         continue
                     if key in labels:

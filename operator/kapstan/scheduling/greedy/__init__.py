@@ -20,7 +20,7 @@ from kapstan.scheduling.counts import TopologyCounts
 from kapstan.scheduling.greedy.checks import Checks
 from kapstan.scheduling.greedy.order import biggest_first, placement_sequence
 from kapstan.scheduling.greedy.placement import NO_MANAGED_FLAVOR, Placing
-from kapstan.scheduling.model import CAPACITY_TYPE, NODEPOOL, ZONE, PlannedNodeClaim, Snapshot
+from kapstan.scheduling.model import PlannedNodeClaim, Snapshot
 from kapstan.scheduling.targets import OFFERING_KEYS, Claim, ExistingTarget, PoolView
 
 __all__ = ["NO_MANAGED_FLAVOR", "Checks", "Scheduler", "biggest_first", "placement_sequence"]
@@ -53,13 +53,7 @@ class Scheduler(Placing):
     def planned(self, claim: Claim, alternatives: tuple[str, ...]) -> PlannedNodeClaim:
         flavor, pool = claim.chosen, claim.view.pool
         offering = flavor.cheapest_offering(claim.requirements)
-        labels = {
-            **flavor.it.labels,
-            **pool.labels,
-            NODEPOOL: pool.name,
-            ZONE: offering.zone,
-            CAPACITY_TYPE: offering.capacity_type,
-        }
+        labels = pool.new_node_labels(flavor.it, offering.zone, offering.capacity_type)
         for key, req in claim.requirements.items():
             value = reqs.carried_value(req)
             if key not in labels and value is not None:
