@@ -142,3 +142,41 @@ def test_run_leads_until_renewal_fails_then_returns() -> None:
 async def _settle() -> None:
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+def test_a_renewal_the_api_server_does_not_answer_ends_leading_at_the_renew_deadline() -> None:
+    """The request timeout (30 s) outlasts the Lease (15 s): a renewal left waiting on it would keep the
+    controllers running after another replica may have taken over."""
+
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        (a,) = electors(api, clock, "a")
+        leading = asyncio.Event()
+        stopped = asyncio.Event()
+
+        async def lead() -> None:
+            leading.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopped.set()
+
+        task = asyncio.create_task(a.run(lead))
+        await asyncio.wait_for(leading.wait(), 1.0)
+
+        async def no_answer(*_: Any, **__: Any) -> Any:
+            await asyncio.Event().wait()
+
+        api.get = no_answer  # type: ignore[method-assign]
+        await _settle()
+        clock.advance(CONFIG.retry_period)  # the renewal starts and hangs
+        await _settle()
+        clock.advance(CONFIG.renew_deadline - CONFIG.retry_period - 0.5)
+        await _settle()
+        assert not stopped.is_set(), "still within the renew deadline"
+        clock.advance(1.0)
+        await asyncio.wait_for(task, 1.0)
+        assert stopped.is_set()
+        assert not a.is_leader
+
+    asyncio.run(scenario())

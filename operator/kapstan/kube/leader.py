@@ -85,7 +85,7 @@ class LeaderElector:
                 tick.cancel()
                 if task.done():
                     break
-                await self.try_acquire_or_renew()
+                await self._renew_before_deadline()
                 if not self.is_leader:
                     log.warning("%s: %s lost the lease", self._what, self.identity)
                     break
@@ -104,6 +104,22 @@ class LeaderElector:
         except ApiError as error:
             log.warning("%s: %s", self._what, error)
             return False
+
+    async def _renew_before_deadline(self) -> None:
+        """One renewal, given up when the renew deadline passes while it waits on the API server, as
+        client-go bounds each renewal by its deadline: the request timeout (30 s) is longer than the Lease,
+        so an unbounded wait kept the controllers running after another replica could have taken over."""
+        left = (self._renewed_at or 0.0) + self.config.renew_deadline - self._clock.now()
+        attempt = asyncio.ensure_future(self.try_acquire_or_renew())
+        deadline = asyncio.ensure_future(self._clock.sleep(left))
+        try:
+            await asyncio.wait([attempt, deadline], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            deadline.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                log.warning("%s: no answer to the renewal before the renew deadline", self._what)
+            await asyncio.gather(attempt, deadline, return_exceptions=True)
 
     async def release(self) -> None:
         """Give the Lease up now (holder emptied) if we hold it; errors are logged, not raised."""
