@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -51,6 +51,20 @@ Controller = Deployment | Job
 """A workload that makes pods from a template (ReplicaSets and StatefulSets are Deployments)."""
 
 
+Model = TypeVar("Model", bound=KubeObject)
+
+
+class Parser(Protocol):
+    """How ``Manifests.add`` turns a document into its model: ``model.parse``, or a cache of its results
+    (the operator's ``controllers/parsed.py``)."""
+
+    def __call__(self, model: type[Model], document: Mapping[str, Any], location: str) -> Model: ...
+
+
+def parse_each(model: type[Model], document: Mapping[str, Any], location: str) -> Model:
+    return model.parse(document, location)
+
+
 @dataclass
 class Manifests:
     """Every object kapstan understands, in the order read (pending pods keep manifest order)."""
@@ -71,6 +85,7 @@ class Manifests:
     config_maps: dict[tuple[str, str], ConfigMap] = field(default_factory=dict)
     not_served: list[str] = field(default_factory=list)
     """One line per object of Karpenter's pre-v1 API read (``api.legacy``): left out, and said so."""
+    parser: Parser = field(default=parse_each, repr=False)
     _read: dict[tuple[str, str, str, str], tuple[Mapping[str, Any], str]] = field(
         default_factory=dict, repr=False
     )
@@ -140,7 +155,7 @@ class Manifests:
         # Providers serve their templates from infrastructure.cluster.x-k8s.io, or their own
         # infrastructure.<domain> group (the sandbox's test provider does).
         if group.startswith(INFRASTRUCTURE_GROUP_PREFIX) and kind.endswith("MachineTemplate"):
-            template = InfrastructureMachineTemplate.parse(document, location)
+            template = self.parser(InfrastructureMachineTemplate, document, location)
             if self._first_time(group, template, document, location):
                 self.infra_templates[(kind, template.namespace, template.name)] = template
             return
@@ -156,7 +171,7 @@ class Manifests:
                 f"unsupported version {api_version} (expected {expected})",
                 location,
             )
-        obj = model.parse(document, location)
+        obj = self.parser(model, document, location)
         if self._first_time(group, obj, document, location):
             self._file(obj)
 

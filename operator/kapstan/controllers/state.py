@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kapstan.api.errors import ManifestError
@@ -39,6 +38,7 @@ from kapstan.controllers.indexes import PROVIDER_ID as PROVIDER_ID
 from kapstan.controllers.memo import StoreMemo
 from kapstan.controllers.nominations import Nominations
 from kapstan.controllers.offerings import OfferingBackoff
+from kapstan.controllers.parsed import ParsedObjects
 from kapstan.kube.client import CONFIGMAPS, Client, Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.informer import Informer
@@ -107,6 +107,9 @@ class Gathered:
 
 
 DEFAULT_SCHEDULER = "default-scheduler"
+
+PARSED_BETWEEN_YIELDS = 100
+"""Objects ``gather`` parses before it lets the event loop run other tasks (about 20 ms of parsing)."""
 
 
 def provisionable(pod: Object) -> bool:
@@ -219,6 +222,8 @@ class ClusterState:
         """The catalog ``simulation_input`` keeps between launches."""
         self.provider: CloudProvider = provider or MachineDeploymentProvider(management, self.capi)
         """Every CAPI read and write goes through it (docs/architecture.md#one-seam-to-capi)."""
+        self.parsed = ParsedObjects()
+        """The models ``gather`` parsed, reused while their objects are unchanged (``controllers/parsed.py``)."""
         self.view = Cluster(self, self.provider)
         """The typed view of the nodes (``controllers/cluster.py``) every controller reads."""
 
@@ -286,24 +291,23 @@ class ClusterState:
 
     async def gather(self, *, pods: bool = True, awaiting: bool = False) -> Gathered:
         """Everything the snapshot needs, as ``Manifests``; pending pods are the provisionable ones, and
-        with ``awaiting`` those the scheduler has not tried yet too (the provisioner's view)."""
-        gathered = Gathered(Manifests())
+        with ``awaiting`` those the scheduler has not tried yet too (the provisioner's view).
 
-        def add(objects: Iterable[Object]) -> None:
-            for obj in objects:
-                try:
-                    gathered.manifests.add(obj, f"{obj.get('kind')} {_key(obj)}")
-                except ManifestError as error:
-                    gathered.problems.append(Problem(obj, error))
-
+        The stores are read at one instant, then parsed (``parsed``: only what changed since the last
+        gather) handing the event loop back every ``PARSED_BETWEEN_YIELDS`` objects, so the Lease's
+        renewals and the watches go on while thousands of pods are parsed."""
+        config_maps = await self._config_maps()
+        templates = await self._infrastructure_templates()
+        objects: list[Object] = []
         if pods:
-            add(self.namespaces.store.objects())
-            add(self.nodes.store.objects())
-            add(self.daemonsets.store.objects())
-            add(self.pdbs.store.objects())
+            self.parsed.next_round()
+            objects += self.namespaces.store.objects()
+            objects += self.nodes.store.objects()
+            objects += self.daemonsets.store.objects()
+            objects += self.pdbs.store.objects()
             # Deleting claims too: the snapshot counts their nodes out and reschedules their pods.
-            add(self.node_claims.store.objects())
-            add(
+            objects += self.node_claims.store.objects()
+            objects += (
                 pod
                 for pod in self.pods.store.objects()
                 if not _finished(pod)
@@ -313,14 +317,22 @@ class ClusterState:
                     or (awaiting and awaiting_scheduler(pod))
                 )
             )
-        add(self.node_pools.store.objects())
-        add(self.node_classes.store.objects())
-        add(await self._config_maps())
-        add(self.clusters.store.objects())
-        add(self.cluster_classes.store.objects())
-        add(self.bootstrap_templates.store.objects())
-        add(await self._infrastructure_templates())
-        add(self.machine_deployments.store.objects())
+        objects += self.node_pools.store.objects()
+        objects += self.node_classes.store.objects()
+        objects += config_maps
+        objects += self.clusters.store.objects()
+        objects += self.cluster_classes.store.objects()
+        objects += self.bootstrap_templates.store.objects()
+        objects += templates
+        objects += self.machine_deployments.store.objects()
+        gathered = Gathered(Manifests(parser=self.parsed.parse))
+        for index, obj in enumerate(objects, start=1):
+            try:
+                gathered.manifests.add(obj, f"{obj.get('kind')} {_key(obj)}")
+            except ManifestError as error:
+                gathered.problems.append(Problem(obj, error))
+            if index % PARSED_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)
         return gathered
 
     async def _infrastructure_templates(self) -> list[Object]:
