@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kapstan.local import Sandbox
+from kapstan.local import Sandbox, article
 from kapstan.local.run import KapstanRun
 from kapstan.local.timeline import format_entry
 
@@ -39,3 +39,26 @@ def harness(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[E2E]:
     finally:
         made(run.cleanup())
         made.loop.close()
+
+
+def inflate_running(e2e: E2E, md: str = "capi-ovh-karpenter") -> None:
+    """The article's flow up to its first result: MD ``md`` of c3-4 whose template lacks the unregistered
+    taint, the node agent and ``inflate`` (2 pods of 500m, hostname anti-affinity), kapstan started, both
+    pods Running."""
+    run = e2e.run
+    ns = run.namespace
+    e2e(
+        run.setup(
+            article.standalone(ns, run.cluster, {md: "c3-4"}, tainted=False),
+            [
+                article.node_agent(ns, run.id),
+                article.deployment("inflate", ns, run.id, 2, "500m", anti_affinity=True),
+            ],
+        )
+    )
+    run.start_operator()
+
+    async def both_running() -> bool:
+        return await run.running_pods("inflate") == 2
+
+    e2e(run.wait_for("both inflate pods Running", both_running, 180))

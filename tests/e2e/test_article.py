@@ -7,7 +7,7 @@ import urllib.request
 from collections import Counter
 
 import pytest
-from e2e_helpers import E2E
+from e2e_helpers import E2E, inflate_running
 
 from kapstan.capi import contract as c
 from kapstan.kube.events import list_events
@@ -31,21 +31,7 @@ def test_inflate_two_replicas_with_anti_affinity_runs_on_two_new_nodes(article_r
     e2e = article_run
     run = e2e.run
     ns = run.namespace
-    e2e(
-        run.setup(
-            article.standalone(ns, run.cluster, {"capi-ovh-karpenter": "c3-4"}, tainted=False),
-            [
-                article.node_agent(ns, run.id),
-                article.deployment("inflate", ns, run.id, 2, "500m", anti_affinity=True),
-            ],
-        )
-    )
-    run.start_operator()
-
-    async def both_running() -> bool:
-        return await run.running_pods("inflate") == 2
-
-    e2e(run.wait_for("both inflate pods Running", both_running, 180))
+    inflate_running(e2e)
 
     async def both_initialized() -> bool:
         return await run.initialized_claims() == 2

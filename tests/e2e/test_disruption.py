@@ -9,7 +9,7 @@ import time
 
 import pytest
 from disruption_e2e_kit import DEPLOYMENTS, live_pods, md_replicas, one_per_node, pdb, scrape_metrics
-from e2e_helpers import E2E
+from e2e_helpers import E2E, inflate_running
 
 from kapstan.capi import contract as c
 from kapstan.kube.events import list_events
@@ -24,21 +24,7 @@ def test_scale_to_zero_deleting_inflate_empties_the_md_within_90s(e2e: E2E) -> N
     run = e2e.run
     ns = run.namespace
     md = "capi-ovh-karpenter"
-    e2e(
-        run.setup(
-            article.standalone(ns, run.cluster, {md: "c3-4"}, tainted=False),
-            [
-                article.node_agent(ns, run.id),
-                article.deployment("inflate", ns, run.id, 2, "500m", anti_affinity=True),
-            ],
-        )
-    )
-    run.start_operator()
-
-    async def both_running() -> bool:
-        return await run.running_pods("inflate") == 2
-
-    e2e(run.wait_for("both inflate pods Running", both_running, 180))
+    inflate_running(e2e, md)
     assert e2e(md_replicas(run, md)) == 2
     e2e(run.clients[0].delete(DEPLOYMENTS, "inflate", ns))
     deleted = time.monotonic()
