@@ -109,18 +109,7 @@ def test_run_leads_until_renewal_fails_then_returns() -> None:
     async def scenario() -> None:
         api, clock = LeaseApi(), FakeClock()
         (a,) = electors(api, clock, "a")
-        leading = asyncio.Event()
-        stopped = asyncio.Event()
-
-        async def lead() -> None:
-            leading.set()
-            try:
-                await asyncio.Event().wait()
-            finally:
-                stopped.set()
-
-        task = asyncio.create_task(a.run(lead))
-        await asyncio.wait_for(leading.wait(), 1.0)
+        task, stopped = await _leading(a)
         for _ in range(3):  # renewals keep it leading
             await _settle()
             clock.advance(CONFIG.retry_period)
@@ -139,6 +128,24 @@ def test_run_leads_until_renewal_fails_then_returns() -> None:
     asyncio.run(scenario())
 
 
+async def _leading(elector: Any) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """The elector running until it leads, with a leader function that waits forever; the Event is set
+    once that function is stopped."""
+    leading = asyncio.Event()
+    stopped = asyncio.Event()
+
+    async def lead() -> None:
+        leading.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+
+    task = asyncio.create_task(elector.run(lead))
+    await asyncio.wait_for(leading.wait(), 1.0)
+    return task, stopped
+
+
 async def _settle() -> None:
     for _ in range(20):
         await asyncio.sleep(0)
@@ -151,18 +158,7 @@ def test_a_renewal_the_api_server_does_not_answer_ends_leading_at_the_renew_dead
     async def scenario() -> None:
         api, clock = LeaseApi(), FakeClock()
         (a,) = electors(api, clock, "a")
-        leading = asyncio.Event()
-        stopped = asyncio.Event()
-
-        async def lead() -> None:
-            leading.set()
-            try:
-                await asyncio.Event().wait()
-            finally:
-                stopped.set()
-
-        task = asyncio.create_task(a.run(lead))
-        await asyncio.wait_for(leading.wait(), 1.0)
+        task, stopped = await _leading(a)
 
         async def no_answer(*_: Any, **__: Any) -> Any:
             await asyncio.Event().wait()
