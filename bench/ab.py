@@ -19,19 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+from bench import sides
 
 HERE = Path(__file__).resolve().parent
 
 # Run inside either checkout's interpreter: solve one workload once, print what the table needs.
 _CHILD = r"""
 import hashlib, json, sys, time
-try:
-    from kapstan.bench.workloads import WORKLOADS
-except ImportError:  # a checkout from before the workloads moved into the package
-    from bench.workloads import WORKLOADS
+from kapstan.bench.workloads import WORKLOADS
 from kapstan.scheduling import solve
 from kapstan.scheduling.validator import validate
 w = WORKLOADS[sys.argv[1]]
@@ -53,14 +51,7 @@ print(json.dumps({"seconds": seconds, "price": plan.total_price_per_hour, "nodes
 def _run(checkout: Path, workload: str, engine: str, solves: int, check: bool) -> dict[str, object]:
     """One process of `checkout`: the workload built once and solved `solves` times; its last plan
     validated when `check`."""
-    python = checkout / ".venv" / "bin" / "python"
-    out = subprocess.run(
-        [str(python), "-c", _CHILD, workload, engine, str(solves), "1" if check else "0"],
-        cwd=checkout,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = sides.run(checkout, _CHILD, [workload, engine, str(solves), "1" if check else "0"])
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

@@ -13,20 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench import sides
 
 HERE = Path(__file__).resolve().parent
 
 # Run inside either checkout's interpreter: the workload's snapshot as the Rust engine's JSON.
 _DUMP = r"""
 import sys
-try:
-    from kapstan.bench.workloads import WORKLOADS
-except ImportError:  # a checkout from before the workloads moved into the package
-    from bench.workloads import WORKLOADS
+from kapstan.bench.workloads import WORKLOADS
 from kapstan.scheduling.rust_engine import encode
 open(sys.argv[2], "wb").write(encode(WORKLOADS[sys.argv[1]].build()))
 """
@@ -43,26 +41,15 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def instructions(checkout: Path, workload: str, scratch: Path) -> tuple[int, str]:
     """The instructions `solver::solve` executes on the workload in that checkout, and its plan JSON."""
-    python = str(checkout / ".venv" / "bin" / "python")
     snapshot, plan = scratch / "snapshot.json", scratch / "plan.json"
-    subprocess.run([python, "-c", _DUMP, workload, str(snapshot)], cwd=checkout, check=True)
-    out = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={scratch / 'callgrind.out'}",
-            "--toggle-collect=kapstan_core::solver::solve",
-            python,
-            "-c",
-            _SOLVE,
-            str(snapshot),
-            str(plan),
-        ],
-        cwd=checkout,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    sides.run(checkout, _DUMP, [workload, str(snapshot)])
+    callgrind = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={scratch / 'callgrind.out'}",
+        "--toggle-collect=kapstan_core::solver::solve",
+    ]
+    out = sides.run(checkout, _SOLVE, [str(snapshot), str(plan)], prefix=callgrind)
     found = _COLLECTED.search(out.stderr)
     if found is None:
         raise RuntimeError(f"callgrind counted nothing in {checkout}: {out.stderr[-500:]}")
