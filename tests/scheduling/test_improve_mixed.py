@@ -14,6 +14,13 @@ from kapstan.scheduling.validator import validate
 
 # What greedy and the other moves alone pay for capi-200: b3 flavors only, CPU full, memory idle.
 CAPI_200_WITHOUT_MIX = 10.2827
+# Two general-purpose sizes (4 GiB a CPU) and a CPU-optimised one (2 GiB a CPU), at the prices of the
+# capi catalog's b3-32, b3-64 and c3-16 (kapstan.bench.catalogs).
+GENERAL_AND_CPU_RICH = (
+    make_flavor("g-32", 8, 32 * GI, price=0.2032),
+    make_flavor("g-64", 16, 64 * GI, price=0.4064),
+    make_flavor("c-16", 8, 16 * GI, price=0.1836),
+)
 
 
 def batch_and_cache(flavors: tuple[object, ...]) -> Snapshot:
@@ -36,12 +43,7 @@ def greedy_split(snap: Snapshot) -> MixedSplit | None:
 
 
 def test_cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_one() -> None:
-    flavors = (
-        make_flavor("g-32", 8, 32 * GI, price=0.2032),
-        make_flavor("g-64", 16, 64 * GI, price=0.4064),
-        make_flavor("c-16", 8, 16 * GI, price=0.1836),
-    )
-    parts = greedy_split(batch_and_cache(flavors))
+    parts = greedy_split(batch_and_cache(GENERAL_AND_CPU_RICH))
     assert parts is not None
     # Counted as whole nodes, two c-16 of the most CPU-heavy pods and the rest on c-16 and g-32 cost
     # least (all on g-64, as the greedy pass grows its claims, costs 3 x 0.4064).
@@ -56,12 +58,7 @@ def test_cpu_heavy_pods_go_to_the_cpu_rich_flavor_and_the_rest_to_the_general_on
 
 
 def test_the_move_also_offers_the_best_split_of_the_next_size_of_the_cpu_rich_part() -> None:
-    flavors = (
-        make_flavor("g-32", 8, 32 * GI, price=0.2032),
-        make_flavor("g-64", 16, 64 * GI, price=0.4064),
-        make_flavor("c-16", 8, 16 * GI, price=0.1836),
-    )
-    offered = greedy_splits(batch_and_cache(flavors))
+    offered = greedy_splits(batch_and_cache(GENERAL_AND_CPU_RICH))
     # The estimate's best fills two c-16 with the CPU-heavy pods; its best with one c-16 is offered
     # second (first fit may pack it cheaper than the estimate says), and no third.
     assert [len(parts.cpu_rich) for parts in offered] == [8, 4]
