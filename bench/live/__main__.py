@@ -15,14 +15,17 @@ from typing import Any
 
 import yaml
 
-from bench.live import audit, observe, operator_costs, phases, report, scenario
+from bench.live import audit, critical, observe, operator_costs, phases, report, scenario
 from bench.live.supervise import Supervised
-from bench.live.watch import FleetWatch
+from bench.live.watch import FleetWatch, sample
 from kapstan import scheduling
+from kapstan.capi import contract as c
 from kapstan.cli import simulate_files
 from kapstan.kube.client import Client
+from kapstan.kube.kinds import NODES
 from kapstan.local import article
 from kapstan.local.apply import apply
+from kapstan.local.article import RUN_LABEL
 from kapstan.local.operator import OperatorProcess
 from kapstan.local.run import KapstanRun
 from kapstan.local.sandbox import Sandbox
@@ -148,6 +151,7 @@ async def _phases(
     )
     up["operatorCpuSeconds"] = operator.cpu_seconds()
     up["operatorPeakRssMiB"] = operator.peak_rss_mib()
+    up["criticalPath"] = await _critical_path(client, watch, ns, run.id, work)
     up["accounting"] = await _accounting(client, ns, pool, run.id)
     load["scaleUp"] = os.getloadavg()
     down: dict[str, Any] | None = None
@@ -194,6 +198,25 @@ async def _phases(
         **({"steady": steady} if steady is not None else {}),
         "operator": totals,
     }
+
+
+async def _critical_path(client: Client, watch: FleetWatch, ns: str, run: str, work: Path) -> dict[str, Any]:
+    """Each claim's critical path summed up per step; the objects it was read from are kept in ``work``
+    (``critical-path.json``, trimmed to what it reads) for a second look."""
+    machines = await sample("the Machines", lambda: client.request("GET", c.MACHINES, namespace=ns))
+    nodes = await sample(
+        "the Nodes", lambda: client.request("GET", NODES, params={"labelSelector": f"{RUN_LABEL}={run}"})
+    )
+    fleet = watch.fleet()
+    objects = {
+        "claims": fleet.claims,
+        "machines": (machines or {}).get("items", []),
+        "nodes": (nodes or {}).get("items", []),
+        "pods": fleet.workload(),
+    }
+    recorded = {kind: [critical.trimmed(obj) for obj in found] for kind, found in objects.items()}
+    (work / "critical-path.json").write_text(json.dumps(recorded, indent=1) + "\n")
+    return critical.summary(critical.paths(**objects))
 
 
 async def _accounting(client: Client, ns: str, pool: str, run: str) -> dict[str, Any]:

@@ -82,6 +82,12 @@ def _timeline(up: dict[str, Any]) -> str:
     return "; ".join(f"{step} {p50:.0f} / {last:.0f} s" for step, (p50, last) in up["timeline"].items())
 
 
+def _critical(up: dict[str, Any]) -> str:
+    if "criticalPath" not in up:
+        return "not recorded"
+    return "; ".join(f"{step} {s['p50']:.0f} / {s['max']:.0f} s" for step, s in up["criticalPath"].items())
+
+
 def _restarts(operator: dict[str, Any]) -> str:
     if "restartSeconds" not in operator:
         return "not watched"
@@ -116,6 +122,7 @@ ROWS: list[Row] = [
     ),
     ("Node joined -> Registered p50 / p90", lambda r: _registration(r["scaleUp"])),
     ("scale-up steps, p50 / last (from the apply)", lambda r: _timeline(r["scaleUp"])),
+    ("each claim's critical path, p50 / max per step", lambda r: _critical(r["scaleUp"])),
     ("50% of pods Running", lambda r: _seconds(r["scaleUp"]["halfRunningSeconds"])),
     ("all pods Running", lambda r: _seconds(r["scaleUp"]["allRunningSeconds"])),
     ("nodes, live vs simulate", lambda r: _versus(r["scaleUp"]["nodes"], r["simulate"]["scaleUp"]["nodes"])),
