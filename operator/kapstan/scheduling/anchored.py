@@ -38,26 +38,45 @@ def is_constrained(scheduler: Scheduler, pod: Pod, groups: set[int]) -> bool:
     return any(gid in groups for gid in scheduler.topology.selecting(pod))
 
 
-def anchored_checks(scheduler: Scheduler, claims: tuple[Claim, ...], groups: set[int]) -> dict[str, Checks]:
-    """The checks of each constrained pod on the claims, narrowed to its claim's domains."""
-    out = {}
-    for claim in claims:
-        for pod in claim.pods:
-            if not is_constrained(scheduler, pod, groups):
-                continue
-            checks = scheduler.checks(pod, scheduler.placed_prefs[pod.key])
-            anchor = {}
-            for key in checks.keys:
-                if key == HOSTNAME:
+class Anchors:
+    """The anchored checks of the constrained pods, kept across the cost pass's moves with the domains each
+    was anchored to. A pod's checks never change during the pass (its relaxation level and the groups are
+    fixed), and a kept move leaves an anchored pod in the domains it had, so the next move over its claim
+    anchors it to the same ones (building them again for every move was a tenth of spread-1000's Rust
+    solve). A pod whose claim's domains differ from the ones kept is anchored anew."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, tuple[tuple[str | None, ...], Checks]] = {}
+
+    def checks(self, scheduler: Scheduler, claims: tuple[Claim, ...], groups: set[int]) -> dict[str, Checks]:
+        """The checks of each constrained pod on the claims, narrowed to its claim's domains."""
+        out = {}
+        for claim in claims:
+            for pod in claim.pods:
+                if not is_constrained(scheduler, pod, groups):
                     continue
-                value = claim.domain(key)
-                anchor[key] = (
-                    reqs.Requirement.exactly(key, value)
-                    if value is not None
-                    else reqs.Requirement(key, False, frozenset(), True)
-                )
-            out[pod.key] = replace(checks, requirements=reqs.intersect(checks.requirements, anchor))
-    return out
+                kept = self.known.get(pod.key)
+                if kept is not None and _anchor_domains(claim, kept[1].keys) == kept[0]:
+                    out[pod.key] = kept[1]
+                    continue
+                checks = scheduler.checks(pod, scheduler.placed_prefs[pod.key])
+                domains = _anchor_domains(claim, checks.keys)
+                anchor = {}
+                for key, value in zip((k for k in checks.keys if k != HOSTNAME), domains, strict=True):
+                    anchor[key] = (
+                        reqs.Requirement.exactly(key, value)
+                        if value is not None
+                        else reqs.Requirement(key, False, frozenset(), True)
+                    )
+                anchored = replace(checks, requirements=reqs.intersect(checks.requirements, anchor))
+                self.known[pod.key] = (domains, anchored)
+                out[pod.key] = anchored
+        return out
+
+
+def _anchor_domains(claim: Claim, keys: list[str]) -> tuple[str | None, ...]:
+    """The claim's domain of each of the keys but the hostname, in order: what a pod there is anchored to."""
+    return tuple(claim.domain(key) for key in keys if key != HOSTNAME)
 
 
 def constrained_counts(scheduler: Scheduler, pods: list[Pod], groups: set[int]) -> GroupCounts:

@@ -256,6 +256,18 @@ impl Scheduler<'_> {
         let mut out = base.clone();
         for req in &pod_reqs.0 {
             let current = match out.get(&req.key) {
+                // A requirement met again as it stands (a pod anchored to its claim's zone, a pool's
+                // own requirement) narrows nothing: intersecting it with itself gives it back, since
+                // without bounds (or as a complement) no value is filtered out; an empty one still
+                // fails below.
+                Some(found)
+                    if found == req
+                        && !found.is_empty()
+                        && (req.complement
+                            || (req.greater_than.is_none() && req.less_than.is_none())) =>
+                {
+                    continue
+                }
                 Some(found) => found.clone(),
                 None if self.flavor_keys.contains(&req.key) => Requirement::any_value(&req.key),
                 None => Requirement::absent(&req.key),
@@ -357,7 +369,7 @@ impl Scheduler<'_> {
     /// A cheap necessary condition for `evaluate` to succeed on a claim already holding pods: room
     /// under the largest candidate flavor, no hostname constraint already broken there, and some
     /// candidate flavor whose taints the pod tolerates (a tainted GPU node turns the others away).
-    pub(super) fn might_take(&self, claim: &Claim, checks: &Checks) -> bool {
+    pub(crate) fn might_take(&self, claim: &Claim, checks: &Checks) -> bool {
         let tolerations = &self.pods[checks.pod].tolerations;
         res::dense_fits(&claim.used, &self.requests[checks.pod], &claim.max_net)
             && (!checks.keys.iter().any(|k| k == HOSTNAME)

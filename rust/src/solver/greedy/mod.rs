@@ -57,6 +57,9 @@ pub struct Scheduler<'s> {
     pub next_index: usize,
     pub topology: TopologyCounts,
     pub placed_prefs: HashMap<usize, Preferences>,
+    /// Each placed pod's checks at its `placed_prefs`: they depend on the relaxation level and the
+    /// groups registered up front, never on counts, so the cost pass reuses them.
+    pub placed_checks: HashMap<usize, Rc<Checks>>,
     /// Claims the cost pass re-packed away; their last state still orders the pass's pairs.
     pub removed: ClaimList,
     rules_of: HashMap<usize, Vec<usize>>,
@@ -98,6 +101,7 @@ impl<'s> Scheduler<'s> {
             next_index: 0,
             topology,
             placed_prefs: HashMap::default(),
+            placed_checks: HashMap::default(),
             removed: Vec::new(),
             rules_of: HashMap::default(),
             room,

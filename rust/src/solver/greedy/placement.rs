@@ -3,6 +3,7 @@
 //! one at a time, failed pods retried while a round places something.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::rc::Rc;
 
 use super::{placement_sequence, Checks, Scheduler, NO_MANAGED_FLAVOR};
 use crate::solver::model::lookup;
@@ -74,6 +75,7 @@ impl Scheduler<'_> {
             match self.place(&checks) {
                 Ok(()) => {
                     self.placed_prefs.insert(pod_id, prefs);
+                    self.placed_checks.insert(pod_id, Rc::new(checks));
                     return Ok(());
                 }
                 Err(reason) => {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use super::anchored::{
-    anchored_checks, constrained_counts, constrained_groups, is_constrained, AnchoredChecks,
+    constrained_counts, constrained_groups, is_constrained, AnchoredChecks, Anchors,
 };
 mod flavors;
 mod mixed;
@@ -31,7 +31,7 @@ pub fn improve(s: &mut Scheduler) {
     let groups = constrained_groups(s);
     let mut pass = Pass {
         budget: (PLACEMENTS_PER_POD * s.pending.len() as i64 + BASE_PLACEMENTS).min(MAX_PLACEMENTS),
-        cache: ChecksCache::default(),
+        anchors: Anchors::default(),
         floors: FloorCache::default(),
         sort_keys: vec![None; s.pods.len()],
         groups: &groups,
@@ -51,11 +51,11 @@ pub fn improve(s: &mut Scheduler) {
     }
 }
 
-/// The pass's state across its moves: the placements left, the pods' checks, the cheapest claim per
+/// The pass's state across its moves: the placements left, the pods' checks (anchored or not), the cheapest claim per
 /// pod shape, the pods' sort keys, the constrained groups.
 struct Pass<'p> {
     budget: i64,
-    cache: ChecksCache,
+    anchors: Anchors,
     floors: FloorCache,
     sort_keys: SortKeys,
     groups: &'p HashSet<usize>,
@@ -202,10 +202,6 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
     s.room.stale = true;
 }
 
-/// A pod's checks depend on its relaxation level and the registered groups, never on counts, so the
-/// pass builds them once per pod.
-type ChecksCache = HashMap<usize, Rc<Checks>>;
-
 /// Per pod (arena id), its `biggest_first` key, built the first time a move holds the pod: the key
 /// names the pod, and formatting names again for every move was a sixteenth of capi-1000's solve.
 type SortKeys = Vec<Option<(i64, i64, String)>>;
@@ -228,20 +224,12 @@ fn cheapest_fit(s: &Scheduler, requests: &[i64]) -> f64 {
 }
 
 impl Pass<'_> {
-    /// The pod's checks: anchored ones for a constrained pod of the move, else the cached ones.
-    fn checks_of(
-        &mut self,
-        s: &mut Scheduler,
-        pod: usize,
-        anchored: &AnchoredChecks,
-    ) -> Rc<Checks> {
-        if let Some(found) = anchored.get(&pod).or_else(|| self.cache.get(&pod)) {
-            return found.clone();
-        }
-        let prefs = s.placed_prefs[&pod].clone();
-        let built = Rc::new(s.checks(pod, &prefs));
-        self.cache.insert(pod, built.clone());
-        built
+    /// The pod's checks: anchored ones for a constrained pod of the move, else those it was placed with.
+    fn checks_of(s: &Scheduler, pod: usize, anchored: &AnchoredChecks) -> Rc<Checks> {
+        anchored
+            .get(&pod)
+            .unwrap_or_else(|| &s.placed_checks[&pod])
+            .clone()
     }
 
     fn floor_of(&mut self, s: &Scheduler, pod: usize) -> f64 {
@@ -269,27 +257,39 @@ impl Pass<'_> {
         spent: f64,
     ) -> Option<Vec<usize>> {
         let mut created: Vec<usize> = Vec::new();
+        // Each created claim's price, in `created`'s order: only the claim that takes a pod changes
+        // price, so it alone is priced again (pricing them all after every pod was a fifth of
+        // spread-1000's solve). Summed in order, as `price_of` sums them.
+        let mut prices: Vec<f64> = Vec::new();
         for &pod in order {
             self.budget -= 1;
-            let checks = self.checks_of(s, pod, anchored);
-            let joined = created.iter().any(|&index| {
+            let checks = Self::checks_of(s, pod, anchored);
+            // `might_take` first: `try_claim` asks it too, but words its refusal in a new String, and
+            // most created claims refuse most pods.
+            let joined = created.iter().position(|&index| {
                 let at = s.position(index).expect("created claim");
-                s.try_claim(at, &checks, false).is_ok()
+                s.might_take(&s.claims[at], &checks) && s.try_claim(at, &checks, false).is_ok()
             });
-            // A new claim costs at least the pod's floor: when that reaches the ceiling, give the move
-            // up before opening it, as the check after opening would (the same placements spent).
-            if !joined && spent + price_of(s, &created) + self.floor_of(s, pod) >= ceiling {
-                drop(take_off(s, &created));
-                return None;
+            let total = |prices: &[f64]| prices.iter().fold(0.0, |acc, p| acc + p);
+            match joined {
+                Some(i) => prices[i] = s.claim(created[i]).expect("created claim").price(),
+                None => {
+                    // A new claim costs at least the pod's floor: when that reaches the ceiling, give
+                    // the move up before opening it, as the check after opening would (the same
+                    // placements spent).
+                    if spent + total(&prices) + self.floor_of(s, pod) >= ceiling {
+                        drop(take_off(s, &created));
+                        return None;
+                    }
+                    let Some(at) = open(s, &checks, restrict) else {
+                        drop(take_off(s, &created));
+                        return None;
+                    };
+                    created.push(s.claims[at].index);
+                    prices.push(s.claims[at].price());
+                }
             }
-            if !joined {
-                let Some(at) = open(s, &checks, restrict) else {
-                    drop(take_off(s, &created));
-                    return None;
-                };
-                created.push(s.claims[at].index);
-            }
-            if spent + price_of(s, &created) >= ceiling {
+            if spent + total(&prices) >= ceiling {
                 drop(take_off(s, &created));
                 return None;
             }
@@ -315,7 +315,7 @@ impl Pass<'_> {
         }
         let mut order = pods.clone();
         order.sort_by(|a, b| self.sort_keys[*a].cmp(&self.sort_keys[*b]));
-        let anchored = anchored_checks(s, indexes, self.groups);
+        let anchored = self.anchors.checks(s, indexes, self.groups);
         let counts = (!anchored.is_empty()).then(|| constrained_counts(s, &pods, self.groups));
         let taken = take_off(s, indexes);
         let mut best: Option<(f64, Option<String>)> = None;
