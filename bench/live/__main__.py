@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from bench.live import audit, critical, observe, operator_costs, phases, report, scenario
+from bench.live import audit, critical, observe, operator_costs, phases, placement, report, scenario
 from bench.live.supervise import Supervised
 from bench.live.watch import FleetWatch, sample
 from kapstan import scheduling
@@ -153,6 +153,7 @@ async def _phases(
     up["operatorPeakRssMiB"] = operator.peak_rss_mib()
     up["criticalPath"] = await _critical_path(client, watch, ns, run.id, work)
     up["accounting"] = await _accounting(client, ns, pool, run.id)
+    up["placement"] = await placement.dump(client, ns, work / "placement.json")
     load["scaleUp"] = os.getloadavg()
     down: dict[str, Any] | None = None
     if not args.no_scale_down:

@@ -18,6 +18,13 @@ def _versus(live: float, planned: float) -> str:
     return f"{live:g} vs {planned:g} ({(live / planned - 1) * 100:+.1f}%)" if planned else f"{live:g}"
 
 
+def _placement(up: dict[str, Any]) -> str:
+    placed = up.get("placement")
+    if not placed:
+        return "not recorded"
+    return f"{placed.get('boundAsPlanned', 0)} of {placed.get('planned', 0)}"
+
+
 def _verbs(requests: dict[str, Any]) -> str:
     return ", ".join(f"{verb} {n}" for verb, n in requests["byVerb"].items())
 
@@ -131,6 +138,7 @@ ROWS: list[Row] = [
         lambda r: _versus(r["scaleUp"]["price"], r["simulate"]["scaleUp"]["price"]),
     ),
     ("live flavors", lambda r: ", ".join(f"{n} {f}" for f, n in r["scaleUp"]["flavors"].items())),
+    ("pods bound on the Node of the claim last planned for them", lambda r: _placement(r["scaleUp"])),
     ("node-agent pods Pending (peak)", lambda r: str(r["scaleUp"]["nodeAgentPendingPeak"])),
     (
         "node-agent pods Pending when every workload pod runs (starved)",
