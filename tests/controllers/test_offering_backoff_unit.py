@@ -155,15 +155,21 @@ def test_a_preflight_hold_keeps_the_offering_off_a_minute_at_a_time() -> None:
     assert backoff.failed(BROKEN, "never registered") == 120, "a real failure still doubles"
 
 
-def test_a_preflight_hold_fails_the_launch_at_once_and_the_offering_is_tried_again_after_a_minute() -> None:
-    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
-    for _ in range(3):  # the control plane upgrades through three launches
-        w.provider.fail_next("create", PreflightHold(HOLD))
+def _falls_back_three_times_a_minute_apart(w: World, refusal: Exception) -> None:
+    """Three claims for c3-4 or c3-8 while md-c3-4 refuses each launch with ``refusal``: each launches
+    on c3-8 and keeps c3-4 off for one more minute, a first failure every time, never a doubled one."""
+    for _ in range(3):
+        w.provider.fail_next("create", refusal)
         name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
         _run(w, name)
         assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
-        assert "backed off for 60s more" in w.state.backoff.blocked(BROKEN)
+        assert "backed off for 60s more after 1 failed launch(es)" in w.state.backoff.blocked(BROKEN)
         w.clock.advance(60)
+
+
+def test_a_preflight_hold_fails_the_launch_at_once_and_the_offering_is_tried_again_after_a_minute() -> None:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    _falls_back_three_times_a_minute_apart(w, PreflightHold(HOLD))  # the control plane upgrades meanwhile
     assert w.state.backoff.blocked(BROKEN) == "", "the upgrade is over: c3-4 may launch again"
     w.provider.fail_next("create", PreflightHold(HOLD))
     only = asyncio.run(w.claim("c3-4"))["metadata"]["name"]
@@ -174,13 +180,8 @@ def test_a_preflight_hold_fails_the_launch_at_once_and_the_offering_is_tried_aga
 
 def test_a_full_md_keeps_its_offering_off_a_minute_at_a_time() -> None:
     w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
-    for _ in range(3):  # the MD stays full through three launches; each refused before any write
-        w.provider.fail_next("create", InsufficientCapacity("md-c3-4 is at its max size 2"))
-        name = asyncio.run(w.claim("c3-4", "c3-8"))["metadata"]["name"]
-        _run(w, name)
-        assert w.claim_now(name)["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
-        assert "backed off for 60s more after 1 failed launch(es)" in w.state.backoff.blocked(BROKEN)
-        w.clock.advance(60)
+    # The MD stays full through the three launches; each is refused before any write.
+    _falls_back_three_times_a_minute_apart(w, InsufficientCapacity("md-c3-4 is at its max size 2"))
     assert w.state.backoff.blocked(BROKEN) == "", "a Machine of it went: tried again a minute later"
 
 
