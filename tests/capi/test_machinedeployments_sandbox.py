@@ -32,6 +32,7 @@ from kapstan.capi import (
 from kapstan.capi import contract as c
 from kapstan.capi.cache import ManagementCache
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
+from kapstan.capi.mdapi import MachineDeploymentApi
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Resource
 from kapstan.kube.errors import ApiError
@@ -306,5 +307,45 @@ def test_a_delete_racing_a_launch_on_its_md_leaves_no_orphan(sandbox: Sandbox) -
         await eventually(f"only {b.ref.name} left", only_b_left, timeout=120.0)
         assert c.replicas(await md_of(client, source)) == 1
         assert (await provider.get(b.ref)).nodeclaim == "b"
+
+    run_on_sandbox(sandbox, scenario)
+
+
+def test_two_claimers_racing_for_one_machine_one_wins_and_other_writes_do_not_refuse_a_claim(
+    sandbox: Sandbox,
+) -> None:
+    """The claim is a JSON patch testing that the Machine is unclaimed, unmarked and not deleting (the
+    API server passes a test against null for a missing member): CAPI's writes since the read do not
+    refuse it, another claimer's annotation does."""
+
+    async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
+        source = await new_pool(client, "claim-race")
+        ns = source.namespace
+        await client.patch(c.MACHINEDEPLOYMENTS, "pool", {"spec": {"replicas": 3}}, namespace=ns)
+
+        async def three_machines() -> bool:
+            return len(await machine_names(client, source)) == 3
+
+        await eventually("three Machines", three_machines)
+        first, second, third = await machine_names(client, source)
+        # One Machine with annotations of its own, for the other form of the patch (CAPI's may have none).
+        mark = {"metadata": {"annotations": {"example.com/note": "x"}}}
+        await client.patch(c.MACHINES, second, mark, namespace=ns)
+        api = MachineDeploymentApi(client, entry_timeout=30.0, poll_interval=0.5)
+        for name in (first, second):
+            read = await client.get(c.MACHINES, name, ns)
+            # A write since the read (as CAPI's status writes): the resourceVersion moves.
+            touch = {"metadata": {"labels": {"touched": "yes"}}}
+            await client.patch(c.MACHINES, name, touch, namespace=ns)
+            won = [m for m in await asyncio.gather(api.claim(read, "a"), api.claim(read, "b")) if m]
+            assert len(won) == 1, f"{name}: {won}"
+            owner = c.annotations_of(await client.get(c.MACHINES, name, ns))[NODECLAIM_ANNOTATION]
+            assert owner == won[0].nodeclaim
+            assert await api.claim(read, "c") is None, "a claimed Machine is not claimed again"
+        read = await client.get(c.MACHINES, third, ns)
+        delete = {"metadata": {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}}}
+        await client.patch(c.MACHINES, third, delete, namespace=ns)
+        assert await api.claim(read, "d") is None, "a Machine marked for deletion since the read"
+        assert NODECLAIM_ANNOTATION not in c.annotations_of(await client.get(c.MACHINES, third, ns))
 
     run_on_sandbox(sandbox, scenario)

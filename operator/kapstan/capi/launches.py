@@ -2,10 +2,10 @@
 
 Each ``create`` joins its MD's waiting set and waits on a future; one task per MD serves the set in
 rounds. A round reads the MD, its Cluster and its Machines once from the API server for every waiter,
-hands each waiter the Machine already claimed for it (a retry), claims free Machines for the others,
-and raises replicas once for all that still lack one, counting replicas above the live Machines (an
-earlier round, or a process that crashed after scaling) as Machines already on their way for them: so a
-retry never scales twice. Between rounds the task waits for the management informers to show a change
+hands each waiter the Machine already claimed for it (a retry), claims free Machines for the others (a
+few claims at a time in parallel), and raises replicas once for all that still lack one, counting
+replicas above the live Machines (an earlier round, or a process that crashed after scaling) as Machines
+already on their way for them: so a retry never scales twice. Between rounds the task waits for the management informers to show a change
 of the MD or its Machines (or ``poll_interval``), so Machines are claimed as the MachineSet stamps them.
 
 Rounds take the MD's lock, which deletes and trims of the MD take too, and so decide from counts nobody
@@ -49,6 +49,10 @@ FORBIDDEN = 403
 ROUNDS_AT_ONCE = 16
 """MDs whose rounds run at the same time: each is three reads and a few writes, so a fleet of hundreds of
 MDs scaling at once does not send the API server hundreds of requests in one instant."""
+
+CLAIMS_AT_ONCE = 8
+"""Machine claims one round sends at the same time: a claim is one small patch, so a round that finds
+dozens of new Machines hands them out in a few round trips without a burst of dozens of writes."""
 
 MdKey = tuple[str, str]
 """(namespace, name) of an MD."""
@@ -186,12 +190,10 @@ class CoalescedLaunches:
             if mine is not None:
                 mine.resolve(launched(machine))
         free = [m for m in live if not claim_of(m)]
-        for waiter, machine in zip([w for w in waiters if w.pending], free, strict=False):
-            claimed = await self._api.claim(machine, waiter.nodeclaim)
-            if claimed is None:
-                # Someone changed that Machine: the next round looks again, before any scaling.
-                return _on_the_way(md, machines)
-            waiter.resolve(claimed)
+        if not await self._claim_all(list(zip([w for w in waiters if w.pending], free, strict=False))):
+            # Someone claimed or marked one of those Machines: the next round looks again, before any
+            # scaling.
+            return _on_the_way(md, machines)
         unserved = [w for w in waiters if w.pending]
         if not unserved:
             return _on_the_way(md, machines)
@@ -220,6 +222,25 @@ class CoalescedLaunches:
         if len(unserved) > coming and await self._scale_up(md, unserved[coming:]):
             return True
         return _on_the_way(md, machines)
+
+    async def _claim_all(self, pairs: list[tuple[_Waiter, Object]]) -> bool:
+        """Claim each free Machine for its waiter, ``CLAIMS_AT_ONCE`` at a time (one at a time, a round
+        of 20 new Machines took 20 round trips); False if one was no longer free. Each success is
+        handed to its waiter even when another claim failed or raised (it is that NodeClaim's now)."""
+        limit = asyncio.Semaphore(CLAIMS_AT_ONCE)
+
+        async def claim(waiter: _Waiter, machine: Object) -> bool:
+            async with limit:
+                claimed = await self._api.claim(machine, waiter.nodeclaim)
+            if claimed is not None:
+                waiter.resolve(claimed)
+            return claimed is not None
+
+        outcomes = await asyncio.gather(*(claim(w, m) for w, m in pairs), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return all(outcomes)
 
     async def _preflight_hold(self, namespace: str, md_name: str) -> str:
         """Why one of the MD's MachineSets holds Machine creation on its preflight checks, or ""."""

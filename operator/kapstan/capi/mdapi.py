@@ -3,8 +3,8 @@
 A launch or a delete decides from what the API server says now, not from the informers (the cache may
 lag the MachineSet by a watch event, and a decision on a stale count would scale twice). These are the
 calls both paths share: the MD and its Cluster (refusing a paused one), the MD's Machines, the
-``scale`` write conditional on ``spec.replicas``, and the claim annotation conditional on the Machine's
-resourceVersion. Each error is worded ``"{what}: ..."`` after the caller's subject.
+``scale`` write conditional on ``spec.replicas``, and the claim annotation conditional on the Machine
+being unclaimed. Each error is worded ``"{what}: ..."`` after the caller's subject.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import CreateError, LaunchedMachine, MachineRef, NotFound, Paused
 from kapstan.capi.reads import launched
 from kapstan.catalog import FlavorSource
-from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.client import Client, Object, Resource, json_pointer
 from kapstan.kube.errors import ApiError
 
 UNPROCESSABLE = 422
@@ -87,20 +87,48 @@ class MachineDeploymentApi:
         return sorted(found.get("items", []), key=c.name)
 
     async def claim(self, machine: Object, nodeclaim: str) -> LaunchedMachine | None:
-        """Annotate the Machine as ``nodeclaim``'s if it is unchanged since read; None if it changed
-        (someone else claimed or marked it) or went."""
-        patch = {
-            "metadata": {
-                "resourceVersion": c.resource_version(machine),
-                "annotations": {NODECLAIM_ANNOTATION: nodeclaim},
-            }
-        }
+        """Annotate the Machine as ``nodeclaim``'s if it is still free: nobody claimed it, marked it for
+        deletion or started deleting it since read; None if someone did, or it went.
+
+        The condition is on those fields alone (JSON patch ``test``s that they are absent, which the API
+        server's json-patch passes for a missing member tested against null), not on the Machine's
+        resourceVersion: CAPI's status writes, which race every new Machine as it boots, made a third of
+        the claims fail and wait for another round (bench.live, issue 14). Two claimers of one Machine
+        still cannot both win: the API server applies patches to one object one at a time, and the
+        second one's ``test`` sees the first one's annotation."""
+        patch: list[dict[str, object]] = [
+            {"op": "test", "path": "/metadata/deletionTimestamp", "value": None}
+        ]
+        if "annotations" in machine.get("metadata", {}):
+            patch += [
+                {
+                    "op": "test",
+                    "path": json_pointer("metadata", "annotations", NODECLAIM_ANNOTATION),
+                    "value": None,
+                },
+                {
+                    "op": "test",
+                    "path": json_pointer("metadata", "annotations", c.DELETE_MACHINE_ANNOTATION),
+                    "value": None,
+                },
+                {
+                    "op": "add",
+                    "path": json_pointer("metadata", "annotations", NODECLAIM_ANNOTATION),
+                    "value": nodeclaim,
+                },
+            ]
+        else:
+            # No annotations to add one to: the map is added whole, if nobody added one meanwhile.
+            patch += [
+                {"op": "test", "path": "/metadata/annotations", "value": None},
+                {"op": "add", "path": "/metadata/annotations", "value": {NODECLAIM_ANNOTATION: nodeclaim}},
+            ]
         try:
             claimed = await self._client.patch(
-                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine)
+                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"
             )
         except ApiError as error:
-            if error.conflict or error.not_found:
+            if error.conflict or error.not_found or error.status == UNPROCESSABLE:
                 return None
             raise
         return launched(claimed)
