@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import json_patch
 from kapstan.api.wellknown import (
     CLUSTER_NAME_LABEL,
     DELETE_MACHINE_ANNOTATION,
@@ -121,11 +122,16 @@ class FakeApi:
         *,
         namespace: str | None = None,
         subresource: str = "",
+        patch_type: str = "merge",
         **_: Any,
     ) -> Object:
         if resource == EVENTS:
             return {}
         current = self._find(resource, name, namespace)
+        if patch_type == "json":
+            updated = json_patch.apply(current, patch)
+            self.writes.append(Write("patch", resource.plural, name, patch, subresource))
+            return copy.deepcopy(self.put(resource, updated))
         wanted = patch.get("metadata", {}).get("resourceVersion")
         if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
             raise ApiError(f"{resource.plural} {name}: conflict", status=409)
