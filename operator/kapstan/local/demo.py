@@ -3,8 +3,9 @@
 Act 1 is the article's flow: a MachineDeployment whose bootstrap template lacks the unregistered taint,
 the article's NodePool and NodeClass, and ``inflate`` (2 replicas that refuse to share a node). kapstan
 taints the template in a new revision, scales the MD 0 -> 2, registers both nodes, and the pods run; then
-``inflate`` is deleted and, 30 s later (the NodePool's consolidateAfter), kapstan removes both empty nodes
-and their Machines, and the MD is back at 0.
+``inflate`` is deleted and, after the NodePool's consolidateAfter (30 s) and the disruption validation delay
+(15 s), kapstan removes the empty nodes and their Machines one at a time (the default budget, 10% of the
+pool's nodes, rounds up to one), and the MD is back at 0.
 Act 2 is the article's benchmark on a cold pool of c3-4, c3-8 and c3-16: 8 pods of 1 CPU get one c3-16
 and one c3-4, where a name-sorted pick takes two c3-16. Everything prints as a timeline, and the sandbox
 is torn down at the end (or on Ctrl-C).
@@ -101,8 +102,11 @@ async def _act(
         await run.wait_for(f"{replicas} {app} pods Running", all_running, 300)
         machines = Counter(c.labels_of(m).get(c.DEPLOYMENT_NAME_LABEL, "") for m in await run.machines())
         if scale_down:
+            # Said, since the first removal comes some 45 s later and the second 20 s after it.
             say(
-                f"deleting {app}: its nodes are empty, kapstan removes them after the NodePool's consolidateAfter"
+                f"deleting {app}: its nodes are empty; kapstan removes them one at a time (the default budget,"
+                " 10% of the nodes, rounds up to one), the first after the NodePool's consolidateAfter (30 s)"
+                " and the disruption validation delay (15 s)"
             )
             wl, _ = run.clients
             await wl.delete(DEPLOYMENTS, app, ns)
