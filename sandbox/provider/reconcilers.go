@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -22,6 +23,7 @@ func register(mgr ctrl.Manager, gvk schema.GroupVersionKind, fn reconcileFunc) e
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(gvk.Kind)).
 		For(newObject(gvk)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			obj := newObject(gvk)
 			if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
