@@ -13,7 +13,22 @@ pub const SAVING: f64 = 1e-9;
 /// The most shapes the search takes: the pods left per shape fit a fixed array, no allocation a step.
 pub const MAX_SHAPES: usize = 8;
 
-type Demand = [usize; MAX_SHAPES];
+/// Pods left per shape, one byte each (the pass takes at most 60 pods), so that a demand is one `u64`
+/// to hash in the search's memos.
+type Demand = [u8; MAX_SHAPES];
+
+fn key(demand: &Demand) -> u64 {
+    u64::from_le_bytes(*demand)
+}
+
+/// The demand a pattern leaves: each shape's pods left less what it holds, never below 0.
+fn minus(demand: &Demand, counts: &Demand) -> Demand {
+    let mut after = *demand;
+    for (d, &n) in after.iter_mut().zip(counts) {
+        *d = d.saturating_sub(n);
+    }
+    after
+}
 
 /// One (NodePool, flavor) a claim can be.
 pub struct Column {
@@ -160,7 +175,7 @@ pub fn patterns(
     walk.extend(0).then_some(walk.found)
 }
 
-type State = (Demand, Vec<i64>);
+type State = (u64, Vec<i64>);
 
 /// Raise each shape's price per pod in turn, from `first` on, as far as every pattern holding it
 /// allows (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so).
@@ -187,17 +202,25 @@ fn duals(patterns: &[Pattern], shapes: usize, first: usize) -> Vec<f64> {
 /// The branch and bound over the pods left per shape, with limit counters left per pool key.
 pub struct Search<'a> {
     patterns: &'a [Pattern],
+    /// Each pattern's counts as a demand (every count is at most the demand it was enumerated for).
+    counts: Vec<Demand>,
     pattern_limits: Vec<&'a [i64]>,
     requests: &'a [Vec<i64>],
     /// Per resource, the cheapest price per unit over the columns.
     ratios: Vec<f64>,
     /// Prices per pod of each shape that no pattern's pods exceed its floor with, each a lower bound.
     duals: Vec<Vec<f64>>,
+    /// `bound` per demand already priced: it depends on the demand alone, and a node's children share
+    /// most of theirs with other nodes' children.
+    bounds: HashMap<u64, f64>,
     steps: i64,
     best_cost: f64,
     best: Option<Vec<usize>>,
     seen: HashMap<State, (f64, usize)>,
     by_shape: Vec<Vec<usize>>,
+    /// One set per depth of the patterns' (column, demand left) tried at the node there, kept so that
+    /// a node reuses its depth's allocation.
+    tried: Vec<HashSet<(usize, u64)>>,
 }
 
 impl<'a> Search<'a> {
@@ -246,6 +269,16 @@ impl<'a> Search<'a> {
             .collect();
         Search {
             patterns,
+            counts: patterns
+                .iter()
+                .map(|p| {
+                    let mut counts: Demand = [0; MAX_SHAPES];
+                    for (c, &n) in counts.iter_mut().zip(&p.counts) {
+                        *c = u8::try_from(n).expect("at most 255 pods a shape");
+                    }
+                    counts
+                })
+                .collect(),
             pattern_limits: patterns
                 .iter()
                 .map(|p| columns[p.column].limits.as_slice())
@@ -255,21 +288,26 @@ impl<'a> Search<'a> {
             duals: (0..requests.len())
                 .map(|first| duals(patterns, requests.len(), first))
                 .collect(),
+            bounds: HashMap::default(),
             steps,
             best_cost,
             best: None,
             seen: HashMap::default(),
             by_shape,
+            tried: Vec::new(),
         }
     }
 
-    fn bound(&self, demand: &[usize]) -> f64 {
+    fn bound(&mut self, demand: &Demand) -> f64 {
+        if let Some(&known) = self.bounds.get(&key(demand)) {
+            return known;
+        }
         let mut out = 0.0f64;
         for (k, &ratio) in self.ratios.iter().enumerate() {
             let need: i128 = demand
                 .iter()
                 .zip(self.requests)
-                .map(|(&d, req)| d as i128 * req[k] as i128)
+                .map(|(&d, req)| i128::from(d) * req[k] as i128)
                 .sum();
             out = out.max(need as f64 * ratio);
         }
@@ -277,9 +315,10 @@ impl<'a> Search<'a> {
             let priced = demand
                 .iter()
                 .zip(duals)
-                .fold(0.0, |acc, (&d, &y)| acc + d as f64 * y);
+                .fold(0.0, |acc, (&d, &y)| acc + f64::from(d) * y);
             out = out.max(priced);
         }
+        self.bounds.insert(key(demand), out);
         out
     }
 
@@ -287,15 +326,14 @@ impl<'a> Search<'a> {
     pub fn run(mut self, demand: &[usize], limits: Vec<i64>) -> Option<Vec<usize>> {
         let mut chosen = Vec::new();
         let mut left: Demand = [0; MAX_SHAPES];
-        left[..demand.len()].copy_from_slice(demand);
+        for (l, &d) in left.iter_mut().zip(demand) {
+            *l = u8::try_from(d).expect("at most 255 pods a shape");
+        }
         self.dive(left, limits.clone());
         self.expand(left, limits, 0.0, &mut chosen, 0);
         self.best
     }
 
-    /// A first cover, each step the pattern (of the first shape with pods left, within the limits)
-    /// whose price plus the bound of what it leaves is least, the first in rank order of equals: the
-    /// search then starts from a near-optimal cover and prunes (see the Python twin's `_dive`).
     /// The NodePool limits left once pattern `i` is bought; None when it would go over one.
     fn limits_after(&self, limits: &[i64], i: usize) -> Option<Vec<i64>> {
         let left: Vec<i64> = limits
@@ -306,21 +344,21 @@ impl<'a> Search<'a> {
         left.iter().all(|&x| x >= 0).then_some(left)
     }
 
+    /// A first cover, each step the pattern (of the first shape with pods left, within the limits)
+    /// whose price plus the bound of what it leaves is least, the first in rank order of equals: the
+    /// search then starts from a near-optimal cover and prunes (see the Python twin's `_dive`).
     fn dive(&mut self, mut demand: Demand, mut limits: Vec<i64>) {
         let mut cost = 0.0f64;
         let mut chosen = Vec::new();
         while let Some(shape) = demand.iter().position(|&d| d > 0) {
             let mut pick: Option<(f64, usize, Demand, Vec<i64>)> = None;
-            for &i in &self.by_shape[shape] {
+            for rank in 0..self.by_shape[shape].len() {
+                let i = self.by_shape[shape][rank];
                 let Some(left) = self.limits_after(&limits, i) else {
                     continue;
                 };
-                let p = &self.patterns[i];
-                let mut after = demand;
-                for (d, &n) in after.iter_mut().zip(&p.counts) {
-                    *d = d.saturating_sub(n);
-                }
-                let score = p.price + self.bound(&after);
+                let after = minus(&demand, &self.counts[i]);
+                let score = self.patterns[i].price + self.bound(&after);
                 if pick.as_ref().is_none_or(|(least, ..)| score < *least) {
                     pick = Some((score, i, after, left));
                 }
@@ -359,26 +397,25 @@ impl<'a> Search<'a> {
         if cost + self.bound(&demand) >= self.best_cost - SAVING {
             return;
         }
-        let state = (demand, limits);
-        if self
-            .seen
-            .get(&state)
-            .is_some_and(|&(seen, from)| seen <= cost && from <= start)
-        {
-            return;
+        let state = (key(&demand), limits);
+        match self.seen.get_mut(&state) {
+            Some(&mut (seen, from)) if seen <= cost && from <= start => return,
+            Some(known) => *known = (cost, start),
+            None => {
+                self.seen.insert(state.clone(), (cost, start));
+            }
         }
-        self.seen.insert(state.clone(), (cost, start));
-        let (demand, limits) = state;
-        let mut tried: HashSet<(usize, Demand)> = HashSet::default();
+        let (_, limits) = state;
+        let depth = chosen.len();
+        if self.tried.len() <= depth {
+            self.tried.resize_with(depth + 1, HashSet::default);
+        }
+        self.tried[depth].clear();
         for rank in start..self.by_shape[shape].len() {
             let i = self.by_shape[shape][rank];
-            let p = &self.patterns[i];
-            let mut after = demand;
-            for (left, &n) in after.iter_mut().zip(&p.counts) {
-                *left = left.saturating_sub(n);
-            }
+            let after = minus(&demand, &self.counts[i]);
             // The same node as a pattern tried before, at this demand.
-            if !tried.insert((p.column, after)) {
+            if !self.tried[depth].insert((self.patterns[i].column, key(&after))) {
                 continue;
             }
             if self.steps <= 0 {
@@ -388,10 +425,17 @@ impl<'a> Search<'a> {
             let Some(left) = self.limits_after(&limits, i) else {
                 continue;
             };
-            let price = p.price;
+            let price = self.patterns[i].price;
+            // What the child's own bound check would find, without the call.
+            let cost_after = cost + price;
+            if after.iter().any(|&d| d > 0)
+                && cost_after + self.bound(&after) >= self.best_cost - SAVING
+            {
+                continue;
+            }
             let next = if after[shape] > 0 { rank } else { 0 };
             chosen.push(i);
-            self.expand(after, left, cost + price, chosen, next);
+            self.expand(after, left, cost_after, chosen, next);
             chosen.pop();
         }
     }
