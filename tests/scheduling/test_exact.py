@@ -8,7 +8,7 @@ import pytest
 from bench import exact_instances
 
 from builders import GI, make_daemonset, make_flavor, make_nodepool, make_pod, snapshot
-from kapstan.scheduling import exact, solve
+from kapstan.scheduling import exact, exact_search, solve
 from kapstan.scheduling.model import HOSTNAME, LabelSelector, Plan, PodAffinityTerm, Snapshot
 from kapstan.scheduling.validator import validate
 
@@ -90,3 +90,22 @@ def test_seed_57s_optimum_is_found_well_within_the_step_budget(monkeypatch: pyte
     monkeypatch.setattr(exact, "SEARCH_STEPS", 100_000)
     plan = planned("python", exact_instances.instance(57))
     assert plan.total_price_per_hour == pytest.approx(2.6081, abs=1e-6)
+
+
+def test_seed_57s_first_cover_is_proven_optimal_without_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The duals raised in the reversed rotations of the shapes price seed 57's whole demand at its
+    # optimum, so the search prunes at its root; with the forward rotations alone it took 78,422 steps.
+    left: list[int] = []
+    run = exact_search.Search.run
+
+    def counted(
+        search: exact_search.Search, demand: tuple[int, ...], limits: tuple[int, ...]
+    ) -> list[int] | None:
+        chosen = run(search, demand, limits)
+        left.append(search.steps)
+        return chosen
+
+    monkeypatch.setattr(exact_search.Search, "run", counted)
+    plan = planned("python", exact_instances.instance(57))
+    assert plan.total_price_per_hour == pytest.approx(2.6081, abs=1e-6)
+    assert left == [exact.SEARCH_STEPS]

@@ -98,6 +98,15 @@ def patterns(
     return found if extend(0) else None
 
 
+def _orders(n: int) -> list[list[int]]:
+    """The orders `Search._duals` raises the shapes in: each rotation of 0..n, then (n > 2, where they are
+    other orders) each rotation of n-1..0. Which order gives the highest bound depends on the demand, and
+    the reversed ones alone prove seed 57 of `bench.exact` optimal at the root (78,422 steps before)."""
+    forward = [[(first + step) % n for step in range(n)] for first in range(n)]
+    backward = [[(first + n - step) % n for step in range(n)] for first in range(n)] if n > 2 else []
+    return forward + backward
+
+
 def _charge(used: list[int], request: tuple[int, ...], sign: int) -> None:
     for k, r in enumerate(request):
         used[k] += sign * r
@@ -137,14 +146,13 @@ class Search:
             [(i, (p := self.patterns[i]).column, p.counts, p.price, p.limits) for i in ranked]
             for ranked in self.by_shape
         ]
-        self.duals = [self._duals(first) for first in range(shapes)]
+        self.duals = [self._duals(order) for order in _orders(shapes)]
 
-    def _duals(self, first: int) -> list[float]:
-        """Raise each shape's price per pod in turn, from `first` on, as far as every pattern holding it
-        allows (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so)."""
+    def _duals(self, order: list[int]) -> list[float]:
+        """Raise each shape's price per pod in turn, in `order`, as far as every pattern holding it allows
+        (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so)."""
         duals = [0.0] * len(self.requests)
-        for step in range(len(duals)):
-            s = (first + step) % len(duals)
+        for s in order:
             raise_by = float("inf")
             for p in (self.patterns[i] for i in self.by_shape[s]):  # the least is the same in any order
                 paid = 0.0

@@ -177,12 +177,22 @@ pub fn patterns(
 
 type State = (u64, Vec<i64>);
 
-/// Raise each shape's price per pod in turn, from `first` on, as far as every pattern holding it
-/// allows (a feasible solution of the cover LP's dual: any cover costs at least the demand priced so).
-fn duals(patterns: &[Pattern], shapes: usize, first: usize) -> Vec<f64> {
+/// The orders `duals` raises the shapes in: each rotation of 0..n, then (n > 2, where they are other
+/// orders) each rotation of n-1..0. Which order gives the highest bound depends on the demand, and the
+/// reversed ones alone prove seed 57 of `bench.exact` optimal at the root (78,422 steps before).
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    let forward = (0..n).map(|first| (0..n).map(|step| (first + step) % n).collect());
+    let backward = (0..n).map(|first| (0..n).map(|step| (first + n - step) % n).collect());
+    forward
+        .chain(backward.take(if n > 2 { n } else { 0 }))
+        .collect()
+}
+
+/// Raise each shape's price per pod in turn, in `order`, as far as every pattern holding it allows (a
+/// feasible solution of the cover LP's dual: any cover costs at least the demand priced so).
+fn duals(patterns: &[Pattern], shapes: usize, order: &[usize]) -> Vec<f64> {
     let mut duals = vec![0.0f64; shapes];
-    for step in 0..shapes {
-        let s = (first + step) % shapes;
+    for &s in order {
         let mut raise_by = f64::INFINITY;
         for p in patterns.iter().filter(|p| p.counts[s] > 0) {
             let paid = p
@@ -285,8 +295,9 @@ impl<'a> Search<'a> {
                 .collect(),
             requests,
             ratios,
-            duals: (0..requests.len())
-                .map(|first| duals(patterns, requests.len(), first))
+            duals: orders(requests.len())
+                .iter()
+                .map(|order| duals(patterns, requests.len(), order))
                 .collect(),
             bounds: HashMap::default(),
             steps,
