@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::greedy::{Checks, Scheduler};
 use super::model::HOSTNAME;
-use super::requirements::{Reqs, Requirement};
+use super::requirements::Requirement;
 use super::targets::Claim;
 use super::topology::term_group;
 
@@ -89,15 +89,14 @@ impl Anchors {
                 let mut checks = Checks::clone(&s.placed_checks[&pod]);
                 let claim = s.claim(index).expect("present");
                 let domains = anchor_domains(claim, &checks.keys);
-                let mut anchor = Reqs::default();
                 let keys = checks.keys.iter().filter(|k| *k != HOSTNAME);
                 for (key, value) in keys.zip(&domains) {
-                    anchor.add(match value {
+                    // Added one by one, as intersecting with them all would add them.
+                    checks.requirements.add(match value {
                         Some(value) => Requirement::exactly(key, value),
                         None => Requirement::absent(key),
                     });
                 }
-                checks.requirements = checks.requirements.intersect(&anchor);
                 let checks = Rc::new(checks);
                 self.known.insert(pod, (domains, checks.clone()));
                 out.insert(pod, checks);

@@ -14,8 +14,8 @@ use super::model::{
     HOSTNAME,
 };
 use super::topology::{
-    min_count, spread_filter, spread_group, spread_universe, term_group, untolerated, Group,
-    NodeFilter,
+    min_count, spread_filter, spread_group, spread_universe, term_group, untolerated, DomainOf,
+    Group, NodeFilter,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,6 +43,11 @@ pub struct TopologyCounts {
     pub claims_holding: HashMap<usize, i64>,
     universes: HashMap<UniverseKey, BTreeSet<String>>,
     selecting: HashMap<usize, Rc<[usize]>>,
+    /// Groups by the first label their selector matches (key, then value), and those matching none:
+    /// a pod can only be counted by a group under one of its own labels or by one of those, so
+    /// `selecting` asks only them (one Deployment's pod among many Deployments' groups).
+    by_first_label: HashMap<String, HashMap<String, Vec<usize>>>,
+    unlabelled: Vec<usize>,
     /// Per pod (arena id), the group of each of its required anti-affinity terms.
     anti_of: HashMap<usize, Rc<[usize]>>,
 }
@@ -90,6 +95,16 @@ impl TopologyCounts {
         }
         let id = self.groups.len();
         self.index.insert(group.clone(), id);
+        match group.selector.match_labels.first() {
+            Some((key, value)) => self
+                .by_first_label
+                .entry(key.clone())
+                .or_default()
+                .entry(value.clone())
+                .or_default()
+                .push(id),
+            None => self.unlabelled.push(id),
+        }
         self.groups.push(group);
         self.counts.push(HashMap::default());
         self.totals.push(0);
@@ -180,7 +195,15 @@ impl TopologyCounts {
         if let Some(found) = self.selecting.get(&id) {
             return found.clone();
         }
-        let found: Rc<[usize]> = (0..self.groups.len())
+        let mut candidates = self.unlabelled.clone();
+        for (key, value) in &pod.labels {
+            let under = self.by_first_label.get(key).and_then(|v| v.get(value));
+            candidates.extend(under.into_iter().flatten());
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let found: Rc<[usize]> = candidates
+            .into_iter()
             .filter(|&g| self.groups[g].selects(pod))
             .collect();
         self.selecting.insert(id, found.clone());
@@ -264,7 +287,7 @@ impl TopologyCounts {
         &mut self,
         id: usize,
         pod: &Pod,
-        domain: &dyn Fn(&str) -> Option<String>,
+        domain: &DomainOf<'_>,
         taints: &[Taint],
         sign: i64,
         on_claim: bool,
@@ -278,10 +301,8 @@ impl TopologyCounts {
                     .is_none_or(|nodes| nodes.admits(domain, taints))
             });
             if let Some(value) = value {
-                let count = self.counts[g].entry(value).or_insert(0);
-                let before = *count;
-                *count += sign;
-                let after = *count;
+                let before = add_count(&mut self.counts[g], &value, sign);
+                let after = before + sign;
                 self.totals[g] += sign;
                 if on_claim && self.groups[g].key == HOSTNAME && (before == 0) != (after == 0) {
                     *self.claims_holding.entry(g).or_insert(0) += if after > 0 { 1 } else { -1 };
@@ -291,19 +312,18 @@ impl TopologyCounts {
         if let Some(carried) = self.carried.get(&id) {
             for &rule in carried {
                 if let Some(value) = domain(&self.rules[rule].constraint.topology_key) {
-                    *self.carriers[rule].entry(value).or_insert(0) += sign;
+                    add_count(&mut self.carriers[rule], &value, sign);
                 }
             }
         }
         let anti = self.anti_groups(id, pod);
         for (term, &g) in pod.anti_affinity.iter().zip(anti.iter()) {
             if let Some(value) = domain(&term.topology_key) {
-                *self
-                    .anti_owners
-                    .get_mut(&g)
-                    .expect("registered")
-                    .entry(value)
-                    .or_insert(0) += sign;
+                add_count(
+                    self.anti_owners.get_mut(&g).expect("registered"),
+                    &value,
+                    sign,
+                );
             }
         }
     }
@@ -320,5 +340,21 @@ impl TopologyCounts {
 
     pub fn carriers_there(&self, rule: usize, domain: &str) -> bool {
         self.carriers[rule].get(domain).copied().unwrap_or(0) > 0
+    }
+}
+
+/// Add `sign` to the domain's count (0 when it has none); the count before. The domain's name is
+/// copied only when it is new.
+fn add_count(counts: &mut HashMap<String, i64>, domain: &str, sign: i64) -> i64 {
+    match counts.get_mut(domain) {
+        Some(count) => {
+            let before = *count;
+            *count += sign;
+            before
+        }
+        None => {
+            counts.insert(domain.to_string(), sign);
+            0
+        }
     }
 }

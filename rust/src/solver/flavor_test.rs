@@ -38,7 +38,7 @@ impl<'r> FlavorTest<'r> {
     ) -> FlavorTest<'r> {
         let mut labels = Vec::new();
         let mut unlabelled_hold = true;
-        for requirement in &reqs.0 {
+        for requirement in reqs.0.iter() {
             let key = requirement.key.as_str();
             if OFFERING_KEYS.contains(&key) {
                 continue;

@@ -112,7 +112,7 @@ impl Flavor {
     }
 
     fn labels_allow(&self, reqs: &Reqs) -> bool {
-        for req in &reqs.0 {
+        for req in reqs.0.iter() {
             if OFFERING_KEYS.contains(&req.key.as_str()) {
                 continue;
             }

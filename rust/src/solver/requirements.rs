@@ -3,6 +3,7 @@
 //! the order decides which conflict a reason names.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use super::model::{lookup, NodeOperator, NodeSelectorRequirement};
 
@@ -239,8 +240,10 @@ pub fn carried_value(req: &Requirement) -> Option<String> {
 }
 
 /// Requirements by key, in insertion order (a key keeps its first position when narrowed again).
+/// Shared until changed: a claim's requirements are copied for every pod it is asked to take, and
+/// most pods narrow nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Reqs(pub Vec<Requirement>);
+pub struct Reqs(pub Rc<Vec<Requirement>>);
 
 impl Reqs {
     pub fn get(&self, key: &str) -> Option<&Requirement> {
@@ -248,9 +251,10 @@ impl Reqs {
     }
 
     pub fn set(&mut self, req: Requirement) {
-        match self.0.iter_mut().find(|r| r.key == req.key) {
+        let all = Rc::make_mut(&mut self.0);
+        match all.iter_mut().find(|r| r.key == req.key) {
             Some(slot) => *slot = req,
-            None => self.0.push(req),
+            None => all.push(req),
         }
     }
 
@@ -275,7 +279,7 @@ impl Reqs {
 
     pub fn intersect(&self, other: &Reqs) -> Reqs {
         let mut out = self.clone();
-        for req in &other.0 {
+        for req in other.0.iter() {
             out.add(req.clone());
         }
         out

@@ -192,17 +192,22 @@ impl Claim {
     }
 
     pub fn domain(&self, key: &str) -> Option<String> {
+        self.domain_of(key).map(Cow::into_owned)
+    }
+
+    /// `domain`, borrowed where the claim holds the value itself.
+    pub fn domain_of(&self, key: &str) -> Option<Cow<'_, str>> {
         // The two common answers of `domain_options`, without building its list: every placed pod
         // is counted through here.
         if key == HOSTNAME {
-            return Some(self.hostname.clone());
+            return Some(Cow::Borrowed(&self.hostname));
         }
         if let Some(pinned) = self.requirements.get(key).and_then(|r| r.single_value()) {
-            return Some(pinned.to_string());
+            return Some(Cow::Borrowed(pinned));
         }
         let options = self.domain_options(key, &self.flavors, &self.requirements);
         if options.len() == 1 {
-            options.into_iter().next().flatten()
+            options.into_iter().next().flatten().map(Cow::Owned)
         } else {
             None
         }

@@ -1,6 +1,7 @@
 //! Topology definitions (twin of `topology.py`): selector groups and the nodes a spread group counts
 //! on, taint toleration, node matching and the domain universe of a spread constraint.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::{
@@ -21,12 +22,16 @@ pub struct NodeFilter {
     pub tolerations: Option<Vec<Toleration>>,
 }
 
+/// A node's (or claim's) domain of a topology key: borrowed where it has it as it stands, since every
+/// placed pod is counted through one.
+pub type DomainOf<'a> = dyn Fn(&str) -> Option<Cow<'a, str>> + 'a;
+
 impl NodeFilter {
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.alternatives.iter().flatten().map(|r| &r.key)
     }
 
-    pub fn admits(&self, label: &dyn Fn(&str) -> Option<String>, taints: &[Taint]) -> bool {
+    pub fn admits(&self, label: &DomainOf<'_>, taints: &[Taint]) -> bool {
         if let Some(tolerations) = &self.tolerations {
             if untolerated(tolerations, taints, false).is_some() {
                 return false;
@@ -102,7 +107,7 @@ pub fn spread_filter(pod: &Pod, constraint: &TopologySpreadConstraint) -> Option
     let alternatives: Vec<Vec<Requirement>> = honored
         .iter()
         .map(|alt| {
-            let mut reqs = alt.intersect(&present).0;
+            let mut reqs = Vec::clone(&alt.intersect(&present).0);
             reqs.sort_by(|a, b| a.key.cmp(&b.key));
             reqs
         })
@@ -240,7 +245,7 @@ pub fn spread_universe(
         let Some((_, value)) = node.labels.iter().find(|(k, _)| k == key) else {
             continue;
         };
-        let label = |k: &str| lookup(&node.labels, k).cloned();
+        let label = |k: &str| lookup(&node.labels, k).map(|v| Cow::Borrowed(v.as_str()));
         if nodes
             .as_ref()
             .is_some_and(|f| !f.admits(&label, &node.taints))

@@ -3,6 +3,7 @@
 //! nodes and claims.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use super::Scheduler;
 use crate::solver::counts::SpreadRule;
@@ -22,7 +23,9 @@ pub struct Checks {
     pub requirements: Reqs,
     /// Whether PreferNoSchedule taints still count.
     pub prefer: bool,
-    pub spread: Vec<SpreadCheck>,
+    /// Shared: the cost pass copies a pod's checks to anchor them, and the spread checks (selector,
+    /// domains) are their largest part.
+    pub spread: Rc<[SpreadCheck]>,
     /// Ids of the hard spread rules whose group counts this pod.
     pub rules: Vec<usize>,
     pub affinity: Vec<AffinityCheck>,
@@ -143,7 +146,7 @@ impl Scheduler<'_> {
             pod: pod_id,
             requirements: prefs.node_requirements(pod),
             prefer: !prefs.tolerate_prefer_no_schedule,
-            spread,
+            spread: spread.into(),
             rules,
             affinity,
             anti,
@@ -205,7 +208,7 @@ impl Scheduler<'_> {
         value: Option<&'k str>,
     ) -> Option<Problem<'k>> {
         let topo = &self.topology;
-        for spread in &checks.spread {
+        for spread in checks.spread.iter() {
             if spread.constraint.topology_key == key && !self.spread_allows(spread, value) {
                 return Some(Problem::Spread(key, spread.constraint.max_skew));
             }
@@ -254,7 +257,7 @@ impl Scheduler<'_> {
 
     pub fn merge(&self, base: &Reqs, pod_reqs: &Reqs) -> Result<Reqs, String> {
         let mut out = base.clone();
-        for req in &pod_reqs.0 {
+        for req in pod_reqs.0.iter() {
             let current = match out.get(&req.key) {
                 // A requirement met again as it stands (a pod anchored to its claim's zone, a pool's
                 // own requirement) narrows nothing: intersecting it with itself gives it back, since

@@ -159,8 +159,12 @@ impl Scheduler<'_> {
         claim.pods.push(pod_id);
         claim.ports.extend(pod.host_ports.iter().cloned());
         let claim = &self.claims[claim_at];
-        self.room.set(claim_at, &room_left(claim));
-        let domain = |key: &str| claim.domain(key);
+        // A stale index ignores what it is told (it is rebuilt before use): the cost pass leaves it
+        // stale through its moves, and its room need not be worked out for every pod placed.
+        if !self.room.stale {
+            self.room.set(claim_at, &room_left(claim));
+        }
+        let domain = |key: &str| claim.domain_of(key);
         let taints = claim.taints(&self.pools[claim.view].pool.taints);
         self.topology
             .record(pod_id, self.pods[pod_id], &domain, &taints, 1, true);
@@ -304,7 +308,7 @@ fn needs_every_flavor(checks: &Checks, merged: &Reqs) -> bool {
 
 /// The first minValues requirement the flavors left no longer meet, as a reason.
 fn min_values_problem(flavors: &FlavorList, merged: &Reqs) -> Result<(), String> {
-    for req in &merged.0 {
+    for req in merged.0.iter() {
         if let Some(min) = req.min_values.filter(|&m| m != 0) {
             let distinct: BTreeSet<String> = flavors
                 .iter()

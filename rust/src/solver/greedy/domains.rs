@@ -51,6 +51,19 @@ impl Scheduler<'_> {
     ) -> Result<(Reqs, FlavorList), String> {
         for at in start..checks.keys.len() {
             let key = checks.keys[at].as_str();
+            // A key with one domain already (the claim's hostname, a pinned value) has nothing to
+            // choose: its one option passes or is the reason, without building the lists below.
+            let known = if key == HOSTNAME {
+                Some(claim.hostname.as_str())
+            } else {
+                merged.get(key).and_then(|r| r.single_value())
+            };
+            if let Some(value) = known {
+                if let Some(problem) = self.domain_problem(checks, key, Some(value)) {
+                    return Err(problem.to_string());
+                }
+                continue;
+            }
             let options = claim.domain_options(key, &flavors, &merged);
             let passing: Vec<&Option<String>> = options
                 .iter()
@@ -183,7 +196,7 @@ impl Scheduler<'_> {
             None => Requirement::exactly(key, value),
         };
         // The pinned zone and capacity-type requirements, asked of each offering pair once.
-        let offering_reqs = Reqs(
+        let offering_reqs = Reqs(Rc::new(
             OFFERING_KEYS
                 .iter()
                 .filter_map(|k| {
@@ -194,7 +207,7 @@ impl Scheduler<'_> {
                     }
                 })
                 .collect(),
-        );
+        ));
         let Some(first) = flavors.first() else {
             return f64::INFINITY;
         };

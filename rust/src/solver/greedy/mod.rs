@@ -14,6 +14,7 @@ mod order;
 mod placement;
 mod refusals;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -123,7 +124,7 @@ impl<'s> Scheduler<'s> {
                 .expect("node");
             for _ in &node.pods {
                 let labels = self.existing[target].node.labels.clone();
-                let domain = move |key: &str| lookup(&labels, key).cloned();
+                let domain = |key: &str| lookup(&labels, key).map(|v| Cow::Borrowed(v.as_str()));
                 self.topology
                     .record(id, self.pods[id], &domain, &node.taints, 1, false);
                 id += 1;
@@ -162,7 +163,7 @@ impl<'s> Scheduler<'s> {
         set_label(&mut labels, NODEPOOL, &pool.name);
         set_label(&mut labels, ZONE, &offering.zone);
         set_label(&mut labels, CAPACITY_TYPE, &offering.capacity_type);
-        for req in &claim.requirements.0 {
+        for req in claim.requirements.0.iter() {
             if lookup(&labels, &req.key).is_none() {
                 if let Some(value) = carried_value(req) {
                     labels.push((req.key.clone(), value));

@@ -3,6 +3,7 @@
 //! one at a time, failed pods retried while a round places something.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use super::{placement_sequence, Checks, Scheduler, NO_MANAGED_FLAVOR};
@@ -19,7 +20,7 @@ impl Scheduler<'_> {
         t.placed.push(pod_id);
         let labels = t.node.labels.clone();
         let taints = t.node.taints.clone();
-        let domain = move |key: &str| lookup(&labels, key).cloned();
+        let domain = |key: &str| lookup(&labels, key).map(|v| Cow::Borrowed(v.as_str()));
         self.topology
             .record(pod_id, self.pods[pod_id], &domain, &taints, 1, false);
     }

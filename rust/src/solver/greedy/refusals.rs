@@ -57,11 +57,11 @@ fn unmatched(view: &PoolView, pod_reqs: &Reqs, merged: &Reqs, restrict: Restrict
         .iter()
         .filter(|f| allowed(restrict, f))
         .collect();
-    for req in &pod_reqs.0 {
-        let only = Reqs(vec![merged
+    for req in pod_reqs.0.iter() {
+        let only = Reqs(Rc::new(vec![merged
             .get(&req.key)
             .expect("merged has every pod key")
-            .clone()]);
+            .clone()]));
         if !candidates.iter().any(|f| f.compatible(&only)) {
             return format!("no flavor matches {}", req.describe());
         }

@@ -175,7 +175,7 @@ pub(super) fn take_off(s: &mut Scheduler, indexes: &[usize]) -> ClaimList {
         let claim = s.claims.remove(at);
         s.room.stale = true;
         for &pod in &claim.pods {
-            let domain = |key: &str| claim.domain(key);
+            let domain = |key: &str| claim.domain_of(key);
             let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
                 .record(pod, s.pods[pod], &domain, &taints, -1, true);
@@ -190,7 +190,7 @@ pub(super) fn put_back(s: &mut Scheduler, claims: ClaimList) {
     for claim in claims {
         s.pools[claim.view].charge(Some(claim.chosen()), None);
         for &pod in &claim.pods {
-            let domain = |key: &str| claim.domain(key);
+            let domain = |key: &str| claim.domain_of(key);
             let taints = claim.taints(&s.pools[claim.view].pool.taints);
             s.topology
                 .record(pod, s.pods[pod], &domain, &taints, 1, true);
@@ -261,18 +261,21 @@ impl Pass<'_> {
         // price, so it alone is priced again (pricing them all after every pod was a fifth of
         // spread-1000's solve). Summed in order, as `price_of` sums them.
         let mut prices: Vec<f64> = Vec::new();
+        // New claims go to the end of `claims` (their indexes are the highest) and nothing else
+        // moves claims until the move ends, so the created ones sit from `first` on, in order.
+        let first = s.claims.len();
         for &pod in order {
             self.budget -= 1;
             let checks = Self::checks_of(s, pod, anchored);
             // `might_take` first: `try_claim` asks it too, but words its refusal in a new String, and
             // most created claims refuse most pods.
-            let joined = created.iter().position(|&index| {
-                let at = s.position(index).expect("created claim");
+            let joined = (first..first + created.len()).position(|at| {
+                debug_assert_eq!(s.claims[at].index, created[at - first]);
                 s.might_take(&s.claims[at], &checks) && s.try_claim(at, &checks, false).is_ok()
             });
             let total = |prices: &[f64]| prices.iter().fold(0.0, |acc, p| acc + p);
             match joined {
-                Some(i) => prices[i] = s.claim(created[i]).expect("created claim").price(),
+                Some(i) => prices[i] = s.claims[first + i].price(),
                 None => {
                     // A new claim costs at least the pod's floor: when that reaches the ceiling, give
                     // the move up before opening it, as the check after opening would (the same
