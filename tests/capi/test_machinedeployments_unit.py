@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import json_patch
+from capi.md_fake_api import SOURCE, FakeApi, provider_of
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import (
     CreateError,
@@ -19,137 +19,30 @@ from kapstan.capi import (
     MachineRef,
     PreflightHold,
     RollingOut,
-    launches,
 )
 from kapstan.capi import contract as c
 from kapstan.capi.cache import ManagementCache
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
-from kapstan.capi.mdapi import MachineDeploymentApi
-from kapstan.catalog import FlavorSource
-from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.client import Object, Resource
 from kapstan.kube.errors import ApiError
-
-SOURCE = FlavorSource("MachineDeployment", "ns", "pool", "c")
-
-
-class FakeApi:
-    """Objects by (plural, name), all in namespace ns and of MD pool (lists ignore selectors); a scale
-    patch stamps Machines as a MachineSet would."""
-
-    def __init__(self, replicas: int, machines: list[str]) -> None:
-        self.objects: dict[tuple[str, str], Object] = {
-            ("clusters", "c"): {"kind": "Cluster", "metadata": {"name": "c", "namespace": "ns"}, "spec": {}},
-            ("machinedeployments", "pool"): {
-                "kind": "MachineDeployment",
-                "metadata": {"name": "pool", "namespace": "ns", "resourceVersion": "1"},
-                "spec": {"clusterName": "c", "replicas": replicas},
-                "status": {},
-            },
-        }
-        for name in machines:
-            self.add_machine(name)
-        self.patches: list[tuple[str, str, str, Any]] = []
-        self.refuse_writes = 0
-        """How many coming writes fail: a merge patch with 409, a scale patch's test because another
-        writer raised replicas by one first."""
-        self.stamp = True
-        """Whether a scale-up stamps its Machines at once (False: the MachineSet is slow)."""
-
-    def add_machine(self, name: str) -> None:
-        labels = {c.DEPLOYMENT_NAME_LABEL: "pool", c.CLUSTER_NAME_LABEL: "c"}
-        meta = {"name": name, "namespace": "ns", "labels": labels, "resourceVersion": "1"}
-        self.objects["machines", name] = {"kind": "Machine", "metadata": meta, "spec": {}}
-
-    @property
-    def md(self) -> Object:
-        return self.objects["machinedeployments", "pool"]
-
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
-        if (resource.plural, name) not in self.objects:
-            raise ApiError(f"GET {resource.plural} {name}: not found", status=404)
-        return copy.deepcopy(self.objects[resource.plural, name])
-
-    async def request(self, method: str, resource: Resource, **kwargs: Any) -> Object:
-        assert method == "GET"
-        items = [copy.deepcopy(o) for (plural, _), o in self.objects.items() if plural == resource.plural]
-        return {"items": items}
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Any,
-        *,
-        namespace: str,
-        subresource: str = "",
-        patch_type: str = "merge",
-    ) -> Object:
-        self.patches.append((resource.plural, name, subresource, patch))
-        obj = self.objects[resource.plural, name]
-        if patch_type == "json":
-            return self._json_patch_scale(obj, patch) if subresource == "scale" else _json_patch(obj, patch)
-        meta = patch.get("metadata", {})
-        version = obj["metadata"]["resourceVersion"]
-        if self.refuse_writes or meta.get("resourceVersion", version) != version:
-            self.refuse_writes = max(0, self.refuse_writes - 1)
-            _bump(obj)  # another writer got there first
-            raise ApiError(f"PATCH {resource.plural} {name}: conflict", status=409)
-        obj["metadata"].setdefault("annotations", {}).update(meta.get("annotations", {}))
-        _bump(obj)
-        return copy.deepcopy(obj)
-
-    def _json_patch_scale(self, md: Object, ops: list[Object]) -> Object:
-        """[test, add] on the Scale of ``md``, as the API server applies it (Scale omits replicas at 0)."""
-        scale_spec = {"replicas": md["spec"]["replicas"]} if md["spec"]["replicas"] else {}
-        test, add = ops
-        tested = scale_spec if test["path"] == "/spec" else scale_spec.get("replicas")
-        if self.refuse_writes or tested != test["value"]:
-            self.refuse_writes = max(0, self.refuse_writes - 1)
-            # Another writer scaled first, and its MachineSet stamped the Machine.
-            self.add_machine(f"pool-{md['spec']['replicas']}")
-            md["spec"]["replicas"] += 1
-            raise ApiError("PATCH machinedeployments scale: test failed", status=422)
-        _bump(md)  # the resourceVersion moves; the test on replicas does not care
-        new = add["value"]
-        for i in range(md["spec"]["replicas"], new if self.stamp else 0):
-            self.add_machine(f"pool-{i}")
-        md["spec"]["replicas"] = new
-        return copy.deepcopy(md)
-
-
-def _json_patch(obj: Object, ops: list[Object]) -> Object:
-    obj.update(json_patch.apply(obj, ops))
-    _bump(obj)
-    return copy.deepcopy(obj)
-
-
-def _bump(obj: Object) -> None:
-    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
 
 
 def _scale_writes(api: FakeApi) -> list[Any]:
     return [patch for plural, _, subresource, patch in api.patches if subresource == "scale"]
 
 
-def _provider(api: FakeApi) -> MachineDeploymentProvider:
-    client: Client = api  # type: ignore[assignment]  # duck-typed stand-in for the four calls used
-    # The reads' cache stays empty: create and delete decide from what they list, not from it.
-    cache = ManagementCache(client, "ns", "c")
-    return MachineDeploymentProvider(client, cache, machine_timeout=1.0, poll_interval=0.01)
-
-
 def test_scale_down_is_refused_while_the_md_rolls_out() -> None:
     api = FakeApi(replicas=1, machines=["m0"])
     api.md["status"]["conditions"] = [{"type": "RollingOut", "status": "True"}]
     with pytest.raises(RollingOut, match="deleting Machine ns/m0: MachineDeployment ns/pool is rolling out"):
-        asyncio.run(_provider(api).delete(MachineRef("ns", "m0")))
+        asyncio.run(provider_of(api).delete(MachineRef("ns", "m0")))
     assert api.patches == []
 
 
 def test_a_delete_retried_after_marking_lowers_replicas_once() -> None:
     api = FakeApi(replicas=2, machines=["m0", "m1"])
     api.objects["machines", "m0"]["metadata"]["annotations"] = {c.DELETE_MACHINE_ANNOTATION: "true"}
-    provider = _provider(api)
+    provider = provider_of(api)
     asyncio.run(provider.delete(MachineRef("ns", "m0")))
     assert api.md["spec"]["replicas"] == 1
     asyncio.run(provider.delete(MachineRef("ns", "m0")))
@@ -160,7 +53,7 @@ def test_a_delete_retried_after_marking_lowers_replicas_once() -> None:
 def test_a_lost_race_on_replicas_is_re_read_not_forced() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.refuse_writes = 1
-    launched = asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+    launched = asyncio.run(provider_of(api).create(LaunchRequest("a", SOURCE)))
     assert launched.ref == MachineRef("ns", "pool-0"), "the other writer's Machine, found on the re-read"
     assert api.md["spec"]["replicas"] == 1, "not scaled again on top of the other writer's replica"
     assert len(_scale_writes(api)) == 1
@@ -168,7 +61,7 @@ def test_a_lost_race_on_replicas_is_re_read_not_forced() -> None:
 
 def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
     api = FakeApi(replicas=0, machines=[])
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def both() -> list[str]:
         launched = await asyncio.gather(*(provider.create(LaunchRequest(n, SOURCE)) for n in "abc"))
@@ -182,7 +75,7 @@ def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
 def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False
-    provider = _provider(api)
+    provider = provider_of(api)
     for _ in range(2):
         with pytest.raises(CreateError, match="launching nodeclaim a: no new Machine of ns/pool within 1s"):
             asyncio.run(provider.create(LaunchRequest("a", SOURCE)))
@@ -210,10 +103,10 @@ def test_a_blocked_scale_up_fails_the_create_at_once_and_takes_its_replica_back(
     # CAPI sets the condition once it sees the new replicas; here it is there from the start.
     api.md["status"]["conditions"] = [{"type": "ScalingUp", "status": "True", "message": blocked}]
     with pytest.raises(LaunchBlocked, match="TestMachineTemplate does not exist"):
-        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+        asyncio.run(provider_of(api).create(LaunchRequest("a", SOURCE)))
     assert api.md["spec"]["replicas"] == 0  # blocked before scaling: nothing to take back
     api.md["status"]["conditions"] = []
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def scale_then_block() -> None:
         creating = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
@@ -245,7 +138,7 @@ def _held_machine_set(api: FakeApi, observed: int) -> None:
 def test_a_preflight_hold_fails_the_create_at_once_and_takes_its_replica_back() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False  # the MachineSet creates nothing while its preflight checks fail
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def scale_then_hold() -> None:
         creating = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
@@ -272,7 +165,7 @@ def test_a_hold_written_before_the_machineset_saw_its_spec_is_not_taken() -> Non
     api.stamp = False
     _held_machine_set(api, observed=1)  # from an earlier scale-up: the MachineSet has not looked again
     with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
-        asyncio.run(_provider(api).create(LaunchRequest("a", SOURCE)))
+        asyncio.run(provider_of(api).create(LaunchRequest("a", SOURCE)))
     assert api.md["spec"]["replicas"] == 1, "still waiting for its Machine, as any slow MachineSet"
 
 
@@ -291,7 +184,7 @@ def test_a_credential_that_may_not_list_machinesets_launches_as_before() -> None
         return await listing(method, resource, **kwargs)
 
     api.request = forbidden  # type: ignore[method-assign]
-    provider = _provider(api)
+    provider = provider_of(api)
     for nodeclaim in "ab":
         with pytest.raises(CreateError, match="no new Machine of ns/pool within 1s"):
             asyncio.run(provider.create(LaunchRequest(nodeclaim, SOURCE)))
@@ -302,7 +195,7 @@ def test_trim_takes_back_only_the_replicas_above_the_live_machines() -> None:
     api = FakeApi(replicas=3, machines=["m0"])
     api.objects["machines", "m1"] = copy.deepcopy(api.objects["machines", "m0"])
     api.objects["machines", "m1"]["metadata"].update(name="m1", deletionTimestamp="2026-01-01T00:00:00Z")
-    provider = _provider(api)
+    provider = provider_of(api)
     assert asyncio.run(provider.trim("ns", "pool")) == 2
     assert api.md["spec"]["replicas"] == 1
     assert asyncio.run(provider.trim("ns", "pool")) == 0
@@ -317,7 +210,7 @@ def test_launches_beyond_the_max_size_fail_and_the_rest_scale_in_one_write() -> 
     api = FakeApi(replicas=1, machines=["m0"])
     api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
     api.md["metadata"]["annotations"] = {c.MAX_SIZE_ANNOTATION: "3"}
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def four() -> list[object]:
         creates = (provider.create(LaunchRequest(n, SOURCE)) for n in "abcd")
@@ -338,7 +231,7 @@ def test_launches_beyond_the_max_size_fail_and_the_rest_scale_in_one_write() -> 
 def test_a_round_failure_reaches_every_waiter_in_its_own_words() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.md["metadata"]["annotations"] = {c.PAUSED_ANNOTATION: "true"}
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def both() -> list[object]:
         creates = (provider.create(LaunchRequest(n, SOURCE)) for n in "ab")
@@ -355,7 +248,7 @@ def test_a_blocked_md_takes_back_only_the_replicas_its_rounds_added() -> None:
     api = FakeApi(replicas=2, machines=["m0"])  # one replica on its way from someone else
     api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
     api.stamp = False
-    provider = _provider(api)
+    provider = provider_of(api)
     blocked = "Scaling up from 2 to 4 replicas is blocked because TestMachineTemplate does not exist"
 
     async def scale_then_block() -> list[object]:
@@ -376,7 +269,7 @@ def test_a_delete_waits_for_the_machines_a_launch_scaled_for() -> None:
     api = FakeApi(replicas=1, machines=["m0"])
     api.objects["machines", "m0"]["metadata"]["annotations"] = {NODECLAIM_ANNOTATION: "old"}
     api.stamp = False  # the MachineSet is slow
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def race() -> tuple[int, int, str]:
         launch = asyncio.ensure_future(provider.create(LaunchRequest("new", SOURCE)))
@@ -398,7 +291,7 @@ def test_a_delete_waits_for_the_machines_a_launch_scaled_for() -> None:
 def test_a_cancelled_launch_leaves_the_others_waiting_on_its_md_served() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False
-    provider = _provider(api)
+    provider = provider_of(api)
 
     async def cancel_one() -> tuple[bool, str]:
         a = asyncio.ensure_future(provider.create(LaunchRequest("a", SOURCE)))
@@ -413,83 +306,3 @@ def test_a_cancelled_launch_leaves_the_others_waiting_on_its_md_served() -> None
 
     assert asyncio.run(cancel_one()) == (True, "b")
     assert api.md["spec"]["replicas"] == 2 and len(_scale_writes(api)) == 1
-
-
-def _api(fake: FakeApi) -> MachineDeploymentApi:
-    client: Client = fake  # type: ignore[assignment]  # duck-typed stand-in
-    return MachineDeploymentApi(client, entry_timeout=1.0, poll_interval=0.01)
-
-
-def test_a_status_write_since_the_read_does_not_fail_a_claim() -> None:
-    api = FakeApi(replicas=1, machines=["m0"])
-    read = copy.deepcopy(api.objects["machines", "m0"])
-    _bump(api.objects["machines", "m0"])  # CAPI wrote the Machine's status after kapstan read it
-    claimed = asyncio.run(_api(api).claim(read, "a"))
-    assert claimed is not None and claimed.nodeclaim == "a"
-    assert c.annotations_of(api.objects["machines", "m0"]) == {NODECLAIM_ANNOTATION: "a"}
-
-
-def test_two_claimers_of_one_machine_never_both_get_it() -> None:
-    # A Machine with no annotations (the API server omits an empty map) and one with some.
-    for existing in ({}, {"cluster.x-k8s.io/cloned-from-name": "t"}):
-        api = FakeApi(replicas=1, machines=["m0"])
-        if existing:
-            api.objects["machines", "m0"]["metadata"]["annotations"] = dict(existing)
-        read = copy.deepcopy(api.objects["machines", "m0"])
-
-        async def both(read: Object = read, api: FakeApi = api) -> list[object]:
-            return list(await asyncio.gather(_api(api).claim(read, "a"), _api(api).claim(read, "b")))
-
-        won = [m for m in asyncio.run(both()) if m is not None]
-        assert len(won) == 1, won
-        assert c.annotations_of(api.objects["machines", "m0"]) == {**existing, NODECLAIM_ANNOTATION: "a"}
-
-
-def test_a_machine_marked_for_deletion_or_deleting_since_the_read_is_not_claimed() -> None:
-    for mark in (
-        {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}},
-        {"deletionTimestamp": "2026-12-02T13:00:00Z"},
-    ):
-        api = FakeApi(replicas=1, machines=["m0"])
-        api.objects["machines", "m0"]["metadata"]["annotations"] = {"other": "x"}
-        read = copy.deepcopy(api.objects["machines", "m0"])
-        api.objects["machines", "m0"]["metadata"].update(copy.deepcopy(mark))
-        _bump(api.objects["machines", "m0"])
-        assert asyncio.run(_api(api).claim(read, "a")) is None
-        assert NODECLAIM_ANNOTATION not in c.annotations_of(api.objects["machines", "m0"])
-
-
-def test_a_round_claims_its_free_machines_in_parallel() -> None:
-    api = FakeApi(
-        replicas=launches.CLAIMS_AT_ONCE, machines=[f"m{i}" for i in range(launches.CLAIMS_AT_ONCE)]
-    )
-    in_flight, most = [0], [0]
-    patch = api.patch
-
-    async def slow_patch(resource: Resource, name: str, body: Any, **kwargs: Any) -> Object:
-        in_flight[0] += 1
-        most[0] = max(most[0], in_flight[0])
-        await asyncio.sleep(0.01)
-        try:
-            return await patch(resource, name, body, **kwargs)
-        finally:
-            in_flight[0] -= 1
-
-    api.patch = slow_patch  # type: ignore[method-assign]
-    provider = _provider(api)
-    names = [f"claim-{i}" for i in range(launches.CLAIMS_AT_ONCE + 2)]
-
-    async def launch_all() -> list[str]:
-        return [
-            m.nodeclaim
-            for m in await asyncio.gather(*(provider.create(LaunchRequest(n, SOURCE)) for n in names))
-        ]
-
-    assert sorted(asyncio.run(launch_all())) == sorted(names)
-    assert most[0] == launches.CLAIMS_AT_ONCE, "the claims of one round go out together, bounded"
-    owners = [
-        c.annotations_of(o).get(NODECLAIM_ANNOTATION)
-        for (kind, _), o in api.objects.items()
-        if kind == "machines"
-    ]
-    assert sorted(owners) == sorted(names), "each Machine claimed by exactly one launch"
