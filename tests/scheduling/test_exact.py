@@ -92,9 +92,14 @@ def test_seed_57s_optimum_is_found_well_within_the_step_budget(monkeypatch: pyte
     assert plan.total_price_per_hour == pytest.approx(2.6081, abs=1e-6)
 
 
-def test_seed_57s_first_cover_is_proven_optimal_without_a_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The duals raised in the reversed rotations of the shapes price seed 57's whole demand at its
-    # optimum, so the search prunes at its root; with the forward rotations alone it took 78,422 steps.
+@pytest.mark.parametrize(("seed", "optimum"), [(57, 2.6081), (49, 2.1792)])
+def test_the_first_cover_is_proven_optimal_without_a_step(
+    seed: int, optimum: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seed 57: the duals raised in the reversed rotations of the shapes price its whole demand at its
+    # optimum (78,422 steps with the forward rotations alone). Seed 49: its 49 pods cost 2.1792/h on 32
+    # nodes of 0.0681/h where the LP bound is 2.1622 (31.75 of them), and no set of whole nodes with room
+    # for the pods costs in between (90,723 steps with the LP bound alone).
     left: list[int] = []
     run = exact_search.Search.run
 
@@ -106,6 +111,6 @@ def test_seed_57s_first_cover_is_proven_optimal_without_a_step(monkeypatch: pyte
         return chosen
 
     monkeypatch.setattr(exact_search.Search, "run", counted)
-    plan = planned("python", exact_instances.instance(57))
-    assert plan.total_price_per_hour == pytest.approx(2.6081, abs=1e-6)
+    plan = planned("python", exact_instances.instance(seed))
+    assert plan.total_price_per_hour == pytest.approx(optimum, abs=1e-6)
     assert left == [exact.SEARCH_STEPS]

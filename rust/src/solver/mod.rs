@@ -3,6 +3,8 @@
 pub mod anchored;
 pub mod counts;
 pub mod exact;
+pub mod exact_bounds;
+pub mod exact_patterns;
 pub mod exact_search;
 pub mod flavor_test;
 pub mod flavors;
