@@ -23,9 +23,9 @@ def test_pods_pending_for_a_new_node_halt_consolidation_and_its_recheck(engine: 
     waiting = replace(snap, pods=(make_pod("batch-0", 3.5, GB),))  # fits no existing node: a new c3-8
     seen = _observed(candidates, waiting)
     assert choose(seen, _solver(engine), MinSaving(), 10.0) is None
-    assert recheck(seen, reason, decision, _solver(engine), MinSaving()) is None, (
-        "a decision taken before the pods arrived does not go ahead"
-    )
+    assert recheck(seen, reason, decision, _solver(engine), MinSaving()) == (
+        f"{decision.candidates[0].claim}: 1 pods pending for provisioning (default/batch-0)"
+    ), "a decision taken before the pods arrived does not go ahead"
 
 
 def test_pending_pods_that_fit_existing_nodes_or_no_flavor_halt_nothing(engine: str) -> None:
@@ -91,4 +91,6 @@ def test_a_command_must_save_a_share_of_its_pools_price(engine: str) -> None:
     any_share = MinSaving(settled_within=0.0, pool_fraction=0.0)
     found = choose(_observed(candidates, snap), _solver(engine), any_share, 10.0)
     assert found is not None and found[1].saving == 0.1
-    assert recheck(_observed(candidates, snap), found[0], found[1], _solver(engine), not_settled) is None
+    assert recheck(_observed(candidates, snap), found[0], found[1], _solver(engine), not_settled) == (
+        "re-planned, it saves 0.1/h, less than 0.02 of its pools' price"
+    )

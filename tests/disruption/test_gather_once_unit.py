@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -83,14 +84,19 @@ def test_a_pass_that_marks_the_node_consolidatable_and_deletes_it_gathers_once(
 
 
 def test_a_pod_landing_during_the_validation_delay_is_seen_by_the_recheck(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     w = world()
-    _initialized_claim_on_a_node(w)
+    claim = _initialized_claim_on_a_node(w)
     disruption = _disruption(w)
     gathers = count_gathers(w, monkeypatch)
-    assert not _pass(w, disruption, during_delay=lambda: w.pod("arrived", NODE))
+    with caplog.at_level(logging.INFO, logger="kapstan.controllers.disruption.controller"):
+        assert not _pass(w, disruption, during_delay=lambda: w.pod("arrived", NODE))
     assert w.api.writes_of("delete", "nodeclaims") == []
+    dropped = [
+        r for r in caplog.records if r.message == "disruption no longer valid after the validation delay"
+    ]
+    assert [getattr(r, "why", None) for r in dropped] == [f"{claim} is no longer empty and consolidatable"]
     assert gathers == [True, True]  # the cluster changed, so the recheck gathered it again
 
 

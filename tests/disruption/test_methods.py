@@ -104,11 +104,26 @@ def test_recheck_keeps_a_decision_that_still_holds_and_drops_one_that_does_not(e
     found = choose(seen, _solver(engine), MinSaving(), 10.0)
     assert found is not None
     reason, decision = found
-    assert recheck(seen, reason, decision, _solver(engine), MinSaving()) is not None
+    assert recheck(seen, reason, decision, _solver(engine), MinSaving()) == (reason, decision)
+    first = decision.candidates[0].claim
     held = [replace(c, blocked="PodDisruptionBudget default/web allows no eviction") for c in candidates]
-    assert recheck(_observed(held, snap), reason, decision, _solver(engine), MinSaving()) is None
+    assert recheck(_observed(held, snap), reason, decision, _solver(engine), MinSaving()) == (
+        f"{first}: PodDisruptionBudget default/web allows no eviction"
+    )
     busy = [replace(c, consolidatable=False) for c in candidates]
-    assert recheck(_observed(busy, snap), reason, decision, _solver(engine), MinSaving()) is None
+    assert recheck(_observed(busy, snap), reason, decision, _solver(engine), MinSaving()) == (
+        f"{first} is no longer consolidatable (a pod came or went within consolidateAfter)"
+    )
+    gone = [c for c in candidates if c.claim != first]
+    assert recheck(_observed(gone, snap), reason, decision, _solver(engine), MinSaving()) == (
+        f"{first} is no longer a candidate"
+    )
+    tight = _observed(candidates, snap, budgets={"pool": [Budget(nodes="1")]})
+    taken = len(decision.candidates)
+    assert taken > 1
+    assert recheck(tight, reason, decision, _solver(engine), MinSaving()) == (
+        f"the budgets of pool allow 1 nodes for {reason}, the command takes {taken}"
+    )
 
 
 def test_a_large_node_is_replaced_m_to_n(engine: str) -> None:
@@ -130,7 +145,9 @@ def test_a_pool_that_is_still_provisioning_is_left_alone(engine: str) -> None:
     again = recheck(
         _observed(candidates, snap, provisioning=growing), reason, decision, _solver(engine), MinSaving()
     )
-    assert again is None, "a decision taken before the pool started growing again does not go ahead"
+    assert again == f"{decision.candidates[0].claim}: NodeClaim pool-x is not Initialized yet", (
+        "a decision taken before the pool started growing again does not go ahead"
+    )
 
 
 def test_a_replace_by_the_same_flavors_is_refused_whatever_it_saves(engine: str) -> None:
@@ -154,4 +171,6 @@ def test_a_pool_whose_nodes_are_too_unhealthy_is_left_alone(engine: str) -> None
     assert choose(halted, _solver(engine), MinSaving(), 10.0) is None
     reason, decision = choose(_observed(candidates, snap), _solver(engine), MinSaving(), 10.0) or ("", None)
     assert decision is not None
-    assert recheck(halted, reason, decision, _solver(engine), MinSaving()) is None
+    assert recheck(halted, reason, decision, _solver(engine), MinSaving()) == (
+        f"{decision.candidates[0].claim}: {sick['pool']}"
+    )

@@ -149,16 +149,20 @@ class Disruption:
             for command in commands.values():
                 await self.orchestrator.progress(command, claims)
             return False
-        found = await self._decide(pools, now, announce=True)
+        found = await self._decide(pools, now)
         if found is None:
             return False
         reason, decision = found
         await self.clock.sleep(self.options.validation_delay)
-        confirmed = await self._decide(self.observer.pools(), self.wall(), only=(reason, decision))
-        if confirmed is None:
+        confirmed = await self._recheck(reason, decision)
+        if isinstance(confirmed, str):
             log.info(
                 "disruption no longer valid after the validation delay",
-                extra={"reason": reason, "nodeclaims": [c.claim for c in decision.candidates]},
+                extra={
+                    "reason": reason,
+                    "nodeclaims": [c.claim for c in decision.candidates],
+                    "why": confirmed,
+                },
             )
             return False
         await self.orchestrator.execute(reason, confirmed[1], self.observer.pools())
@@ -183,25 +187,19 @@ class Disruption:
                     pools.raw[name], "Warning", "InvalidBudget", f"{problem}; it always counts"
                 )
 
-    async def _decide(
-        self,
-        pools: Pools,
-        now: datetime,
-        *,
-        announce: bool = False,
-        only: tuple[str, Decision] | None = None,
-    ) -> tuple[str, Decision] | None:
-        """The one command worth acting on now, or, with ``only``, that command re-checked."""
-        seen = await self.observer.observe(pools, now, announce=announce)
-        if announce:
-            for pool, reasons in blocked_by_budgets(seen).items():
-                for reason in reasons:
-                    why = f"No allowed disruptions for reason {BUDGET_REASON[reason]}: blocked by the budgets"
-                    await self.events.emit(pools.raw[pool], "Normal", "DisruptionBlocked", why)
-        if only is not None:
-            return await asyncio.to_thread(
-                recheck, seen, only[0], only[1], self._solve, self.options.min_saving
-            )
+    async def _recheck(self, reason: str, decision: Decision) -> tuple[str, Decision] | str:
+        """The command decided before the validation delay, re-checked on what the cluster shows now; why
+        it no longer holds when it does not."""
+        seen = await self.observer.observe(self.observer.pools(), self.wall(), announce=False)
+        return await asyncio.to_thread(recheck, seen, reason, decision, self._solve, self.options.min_saving)
+
+    async def _decide(self, pools: Pools, now: datetime) -> tuple[str, Decision] | None:
+        """The one command worth acting on now."""
+        seen = await self.observer.observe(pools, now, announce=True)
+        for pool, reasons in blocked_by_budgets(seen).items():
+            for reason in reasons:
+                why = f"No allowed disruptions for reason {BUDGET_REASON[reason]}: blocked by the budgets"
+                await self.events.emit(pools.raw[pool], "Normal", "DisruptionBlocked", why)
         return await asyncio.to_thread(
             choose, seen, self._solve, self.options.min_saving, self.options.search_seconds
         )

@@ -180,34 +180,52 @@ def blocked_by_budgets(seen: Observed) -> dict[str, list[str]]:
 
 def recheck(
     seen: Observed, reason: str, before: Decision, solve: Solve, min_saving: MinSaving
-) -> tuple[str, Decision] | None:
+) -> tuple[str, Decision] | str:
     """``before`` re-decided on fresh observations: the same candidates, still free, still within the
     budgets, still for the same reason, in a pool that has no pods pending for provisioning now; a
-    consolidation still at least as good. None when it no longer holds."""
+    consolidation still at least as good. When it no longer holds, why (for the log: a decision dropped
+    after the validation delay costs the delay and a pass, and the live bench drops one in three)."""
     seen = with_pending_pods(seen, solve)
     by_name = {c.claim: c for c in seen.candidates}
-    fresh = [by_name.get(c.claim) for c in before.candidates]
-    chosen = [c for c in fresh if c is not None and not c.blocked and not seen.halted(c.pool)]
-    if len(chosen) != len(before.candidates):
-        return None
+    chosen: list[Candidate] = []
+    for c in before.candidates:
+        fresh = by_name.get(c.claim)
+        if fresh is None:
+            return f"{c.claim} is no longer a candidate"
+        why = fresh.blocked or seen.halted(fresh.pool)
+        if why:
+            return f"{c.claim}: {why}"
+        chosen.append(fresh)
     per_pool: dict[str, int] = {}
     for c in chosen:
         per_pool[c.pool] = per_pool.get(c.pool, 0) + 1
-    if any(count > seen.allowed(pool, reason) for pool, count in per_pool.items()):
-        return None
+    for pool, count in per_pool.items():
+        allowed = seen.allowed(pool, reason)
+        if count > allowed:
+            return f"the budgets of {pool} allow {allowed} nodes for {reason}, the command takes {count}"
     if reason == EMPTY:
-        if not all(c.empty and c.consolidatable for c in chosen):
-            return None
+        busy = [c.claim for c in chosen if not (c.empty and c.consolidatable)]
+        if busy:
+            return f"{busy[0]} is no longer empty and consolidatable"
         return reason, Decision(DELETE, tuple(chosen), (), seen.snapshot or before.snapshot)
-    if reason == UNDERUTILIZED and not all(c.consolidatable for c in chosen):
-        return None
-    if reason == DRIFTED and not all(c.claim in seen.drifted for c in chosen):
-        return None
+    if reason == UNDERUTILIZED:
+        busy = [c.claim for c in chosen if not c.consolidatable]
+        if busy:
+            return f"{busy[0]} is no longer consolidatable (a pod came or went within consolidateAfter)"
+    if reason == DRIFTED:
+        settled = [c.claim for c in chosen if c.claim not in seen.drifted]
+        if settled:
+            return f"{settled[0]} is no longer drifted"
     if seen.snapshot is None:
-        return None
+        return "the cluster could not be described"
     again = evaluate(seen.snapshot, chosen, seen.leaving, solve, min_saving, require_saving=reason != DRIFTED)
-    if again is None or not still_valid(before, again):
-        return None
+    if again is None:
+        return "re-planned, its pods no longer move for a saving"
+    if not still_valid(before, again):
+        return (
+            f"re-planned as a {again.kind} at {again.new_price:g}/h where it was a {before.kind} at "
+            f"{before.new_price:g}/h"
+        )
     if reason == UNDERUTILIZED and not worth_it(seen, again, min_saving):
-        return None
+        return f"re-planned, it saves {again.saving:g}/h, less than {min_saving.pool_fraction:g} of its pools' price"
     return reason, again
