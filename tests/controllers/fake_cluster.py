@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import copy
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -218,6 +218,20 @@ class World:
         found = self.state.node_claims.store.get(name)
         assert found is not None, f"NodeClaim {name} is gone"
         return found
+
+    def before_node_patches(self, change: Callable[[Object], object]) -> None:
+        """Run ``change(node)`` on the stored Node just before each Node patch reaches the fake API server,
+        as another writer between kapstan's read and its write."""
+        patch = self.api.patch
+
+        async def racing(resource: Resource, name: str, body: Any, **kwargs: Any) -> Object:
+            if resource == NODES:
+                node = copy.deepcopy(self.state.nodes.store.get(name))
+                change(node)
+                self.api.put(NODES, node)  # a new resourceVersion
+            return await patch(resource, name, body, **kwargs)
+
+        self.api.patch = racing  # type: ignore[method-assign]
 
     def node(
         self, name: str, provider_id: str, *, taints: list[Object] | None = None, ready: bool = False

@@ -1,5 +1,7 @@
 """Adoption on a fake clock: a Node with the unregistered taint that no NodeClaim owns is untainted once it
-is clear none will register it; a Node a claim owns is left to that claim."""
+is clear none will register it; a Node a claim owns is left to that claim. The untainting patch is
+conditional on the taints it replaces, not on the Node's resourceVersion (which the kubelet's status
+writes move: 409s in bench.live, issue 14)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from controllers.fake_cluster import World, world
 from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
 from kapstan.controllers.nodeclaim import Adoption
 from kapstan.controllers.nodeclaim.adoption import GRACE
+from kapstan.controllers.taints import REREAD
+from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 
 DEDICATED = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
@@ -59,3 +63,33 @@ def test_a_node_whose_machine_or_provider_id_a_claim_owns_is_left_to_that_claim(
         assert _adopt(w, node) == Result()
         assert _taint_keys(w, node) == [UNREGISTERED_TAINT_KEY]
     assert not w.api.writes_of("patch", "nodes")
+
+
+def test_a_status_write_between_the_read_and_the_patch_does_not_refuse_the_adoption() -> None:
+    w = world()
+    w.machine("md-c3-4-manual", "fake://manual")
+    w.node("manual", "fake://manual")
+    w.before_node_patches(lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
+    assert _adopt(w, "manual") == Result()
+    assert _taint_keys(w, "manual") == []
+    assert w.api.reasons("manual") == ["Adopted"]
+
+
+def test_a_taint_added_between_the_read_and_the_patch_refuses_it_and_is_kept() -> None:
+    w = world()
+    w.machine("md-c3-4-manual", "fake://manual")
+    w.node("manual", "fake://manual")
+    added: list[Object] = []
+
+    def add_taint(node: Object) -> None:
+        if not added:  # once: the second reconcile reads the Node with it
+            node["spec"]["taints"].append(DEDICATED)
+            added.append(DEDICATED)
+
+    w.before_node_patches(add_taint)
+    assert _adopt(w, "manual") == Result(requeue_after=REREAD)
+    assert _taint_keys(w, "manual") == [UNREGISTERED_TAINT_KEY, "dedicated"], "refused, nothing dropped"
+    assert w.api.reasons("manual") == []
+    assert _adopt(w, "manual") == Result()
+    assert _taint_keys(w, "manual") == ["dedicated"]
+    assert w.api.reasons("manual") == ["Adopted"]

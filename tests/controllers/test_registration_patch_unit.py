@@ -5,17 +5,14 @@ in a 1,000-pod scale-up, issue 14), while a taint someone added meanwhile must n
 from __future__ import annotations
 
 import asyncio
-import copy
-from typing import Any
 
 from controllers.fake_cluster import World, world
 from kapstan.api.wellknown import REGISTERED, REGISTERED_LABEL, UNREGISTERED_TAINT_KEY
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
-from kapstan.controllers.nodeclaim.registration import REREAD
-from kapstan.kube.client import Object, Resource
+from kapstan.controllers.taints import REREAD
+from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
-from kapstan.kube.kinds import NODES
 
 TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
 DISRUPTED = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
@@ -33,25 +30,10 @@ def _launched_with_node(w: World) -> str:
     return name
 
 
-def _before_node_patches(w: World, change: Any) -> None:
-    """Run ``change(node)`` on the stored Node just before each Node patch reaches the fake API server,
-    as another writer between kapstan's read and its write."""
-    patch = w.api.patch
-
-    async def racing(resource: Resource, name: str, body: Any, **kwargs: Any) -> Object:
-        if resource == NODES:
-            node = copy.deepcopy(w.state.nodes.store.get(name))
-            change(node)
-            w.api.put(NODES, node)  # a new resourceVersion
-        return await patch(resource, name, body, **kwargs)
-
-    w.api.patch = racing  # type: ignore[method-assign]
-
-
 def test_a_status_write_between_the_read_and_the_patch_does_not_fail_registration() -> None:
     w = world()
     name = _launched_with_node(w)
-    _before_node_patches(w, lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
+    w.before_node_patches(lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
     _reconcile(w, name)
     assert cond.is_true(w.claim_now(name), REGISTERED)
     node = w.state.nodes.store.get("node-a")
@@ -69,7 +51,7 @@ def test_a_taint_added_between_the_read_and_the_patch_is_kept() -> None:
             node["spec"]["taints"].append(DISRUPTED)
             added[0] += 1
 
-    _before_node_patches(w, add_taint)
+    w.before_node_patches(add_taint)
     assert _reconcile(w, name) == Result(requeue_after=REREAD)
     assert not cond.is_true(w.claim_now(name), REGISTERED)
     _reconcile(w, name)

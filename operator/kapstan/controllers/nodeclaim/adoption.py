@@ -28,11 +28,10 @@ from kapstan.controllers import conditions as cond
 from kapstan.controllers.pods import drained
 from kapstan.controllers.reconciler import Reconciler
 from kapstan.controllers.state import NODE_NAME, PROVIDER_ID, ClusterState
-from kapstan.controllers.taints import taints_of
+from kapstan.controllers.taints import REREAD, patch_taints, taints_of
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Controller, Result
-from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 
 log = logging.getLogger(__name__)
@@ -64,8 +63,10 @@ class Adoption(Reconciler):
         if not entry.machines and age < GRACE:
             return Result(requeue_after=GRACE - age)
         kept = [t for t in taints if t.get("key") != UNREGISTERED_TAINT_KEY]
-        patch = {"metadata": {"resourceVersion": node_meta.resource_version}, "spec": {"taints": kept}}
-        await self.state.workload.patch(NODES, key, patch)
+        # Conditional on the taints alone, as registration's: the kubelet's status writes since the read
+        # do not refuse it, a taint someone added since does (and is kept on the next look).
+        if not await patch_taints(self.state.workload, node, kept):
+            return Result(requeue_after=REREAD)
         log.info("adopted node", extra={"node": key})
         await self.events.emit(
             node,

@@ -27,10 +27,9 @@ from kapstan.api.wellknown import LAUNCHED, REGISTERED, REGISTERED_LABEL, UNREGI
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.indexes import DAEMONSET_TARGET, NODE_NAME
 from kapstan.controllers.nodeclaim.liveness import Steps
-from kapstan.kube.client import Object, json_pointer
+from kapstan.controllers.taints import REREAD, patch_taints
+from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
-from kapstan.kube.errors import ApiError
-from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 from kapstan.scheduling.model import DaemonSet, Taint
@@ -38,9 +37,6 @@ from kapstan.snapshot_daemons import daemonsets_to_come
 from kapstan.snapshot_pods import convert_daemonset
 
 log = logging.getLogger(__name__)
-
-UNPROCESSABLE = 422
-"""What the API server answers when a JSON patch's ``test`` fails."""
 
 DAEMONSET_GRACE = 30.0
 """Seconds after a Node joined that its unregistered taint may stay for its DaemonSets' pods: they are bound
@@ -52,9 +48,6 @@ DAEMONSET_POD_GRACE = 120.0
 and is not bound yet. That pod waits in kube-scheduler's queue with every pending pod: a busy scheduler
 took a minute and more to reach it in bench.live (up7-kcm-qps: 67 agents starved when the taint came off at
 30 s), and a Node untainted before then fills up with the pods the scheduler reaches first."""
-REREAD = 0.2
-"""Seconds before a Node patch whose ``test`` failed (the taints changed since read) is decided again, from
-the informer's newer copy of the Node."""
 DAEMONSET_POLL = 1.0
 """Seconds between looks while a Node waits for its DaemonSets (a pod binding is no NodeClaim event)."""
 
@@ -92,10 +85,12 @@ class Registration:
         labels = {**claim_meta.labels, REGISTERED_LABEL: "true"}
         if unregistered and self._daemonsets_first(node_name, node, labels, [*taints, *unregistered]):
             synced = self._synced(node, labels, [*taints, *unregistered])
-            if not synced and not await self._patch_node(node, labels, [*taints, *unregistered]):
+            if not synced and not await patch_taints(
+                self.steps.state.workload, node, [*taints, *unregistered], labels
+            ):
                 return Result(requeue_after=REREAD)
             return Result(requeue_after=DAEMONSET_POLL)
-        if not await self._patch_node(node, labels, taints):
+        if not await patch_taints(self.steps.state.workload, node, taints, labels):
             return Result(requeue_after=REREAD)
         conditions = self.steps.condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
         await self.steps.write_status(claim, {"nodeName": node_name, "conditions": conditions})
@@ -105,40 +100,6 @@ class Registration:
         log.info("registered", extra={"nodeclaim": claim_meta.name, "node": node_name})
         await self.steps.events.emit(claim, "Normal", REGISTERED, f"Node {node_name} registered")
         return Result()
-
-    async def _patch_node(self, node: Object, labels: Mapping[str, str], taints: list[Object]) -> bool:
-        """Set ``labels`` and ``taints`` on the Node if its taints are still those it was read with;
-        False if they changed (the informer's newer copy decides again).
-
-        A JSON patch conditional on what it replaces: the taint list is written whole, so it ``test``s
-        that list (a taint added since, the node lifecycle controller's or a disruption's, is kept), and
-        the labels are added one by one, which leaves everyone else's alone. Conditional on the Node's
-        resourceVersion instead, it lost the race to the kubelet's and the node controller's status
-        writes about 30 times in a 1,000-pod scale-up (bench.live, issue 14), each a retry."""
-        meta = Meta.of(node)
-        have = node.get("spec", {}).get("taints")  # as read: None when absent (the server omits [])
-        ops: list[dict[str, object]] = [
-            {"op": "test", "path": "/spec/taints", "value": have},
-            {"op": "add", "path": "/spec/taints", "value": taints},
-        ]
-        changed = {key: value for key, value in labels.items() if meta.labels.get(key) != value}
-        if "labels" in node.get("metadata", {}):
-            ops += [
-                {"op": "add", "path": json_pointer("metadata", "labels", key), "value": value}
-                for key, value in changed.items()
-            ]
-        elif changed:
-            ops += [
-                {"op": "test", "path": "/metadata/labels", "value": None},
-                {"op": "add", "path": "/metadata/labels", "value": changed},
-            ]
-        try:
-            await self.steps.state.workload.patch(NODES, meta.name, ops, patch_type="json")
-        except ApiError as error:
-            if error.status == UNPROCESSABLE:
-                return False
-            raise
-        return True
 
     def _daemonsets_first(
         self, node_name: str, node: Object, labels: Mapping[str, str], taints: list[Object]
