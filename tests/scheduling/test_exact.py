@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from bench import exact_instances
 
 from builders import GI, make_daemonset, make_flavor, make_nodepool, make_pod, snapshot
 from kapstan.scheduling import exact, exact_search, solve
-from kapstan.scheduling.model import HOSTNAME, LabelSelector, Plan, PodAffinityTerm, Snapshot
+from kapstan.scheduling.greedy import Scheduler
+from kapstan.scheduling.model import (
+    HOSTNAME,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Plan,
+    PodAffinityTerm,
+    Snapshot,
+)
 from kapstan.scheduling.validator import validate
 
 
@@ -42,6 +51,43 @@ def test_a_node_limit_keeps_the_cheapest_plan_within_it(engine: str) -> None:
     plan = planned(engine, one_dimension({"nodes": 7000}))
     assert len(plan.node_claims) == 7
     assert plan.total_price_per_hour == pytest.approx(60.6)
+
+
+def test_labels_no_selector_reads_do_not_split_a_shape(engine: str) -> None:
+    # The 25 pods under nine values of an `app` label nothing selects on: nine shapes, over the
+    # search's limit of eight, left the cost pass's 3 A + 4 B (60.6/h); alike, they are one shape.
+    snap = one_dimension()
+    pods = tuple(replace(p, labels={"app": f"web-{i % 9}"}) for i, p in enumerate(snap.pods))
+    plan = planned(engine, replace(snap, pods=pods))
+    assert flavor_counts(plan) == {"a": 7, "b": 1}
+    assert plan.total_price_per_hour == pytest.approx(58.9)
+
+
+def shape_names(snap: Snapshot) -> list[list[str]]:
+    scheduler = Scheduler(snap)
+    scheduler.schedule()
+    pending = [p for c in scheduler.claims for p in c.pods]
+    return sorted(sorted(p.name for p in shape) for shape in exact._shapes(scheduler, pending))
+
+
+def test_a_label_some_selector_reads_keeps_pods_apart() -> None:
+    # `app` is read by the guard's hostname anti-affinity, `hash` by nothing: pods differing in `app` are
+    # two shapes, pods differing only in `hash` one (the twin: rust/src/solver/exact_tests.rs).
+    anti = PodAffinityTerm(LabelSelector(match_labels=(("app", "a"),)), HOSTNAME, ("default",))
+    pods = [make_pod(f"{app}-{i}", 1, labels={"app": app, "hash": str(i)}) for app in "ab" for i in range(2)]
+    pods.append(make_pod("guard", 1, anti_affinity=(anti,)))
+    snap = snapshot(pods, (make_flavor("a", 8, 64 * GI, price=7.0),))
+    assert shape_names(snap) == [["a-0", "a-1"], ["b-0", "b-1"], ["guard"]]
+
+
+def test_a_key_a_match_expression_reads_counts_too() -> None:
+    # A selector reading `app` only through an expression (app NotIn (x)) still tells `a` from `b`.
+    expression = LabelSelectorRequirement("app", "NotIn", ("x",))
+    anti = PodAffinityTerm(LabelSelector(match_expressions=(expression,)), HOSTNAME, ("default",))
+    pods = [make_pod(f"{app}-{i}", 1, labels={"app": app, "hash": str(i)}) for app in "ab" for i in range(2)]
+    pods.append(make_pod("guard", 1, labels={"app": "x"}, anti_affinity=(anti,)))
+    snap = snapshot(pods, (make_flavor("a", 8, 64 * GI, price=7.0),))
+    assert shape_names(snap) == [["a-0", "a-1"], ["b-0", "b-1"], ["guard"]]
 
 
 def test_anti_affine_pods_get_a_node_each_at_the_cheapest_price(engine: str) -> None:

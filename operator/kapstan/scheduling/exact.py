@@ -1,16 +1,15 @@
 """The exact pass (twin of `rust/src/solver/exact.rs`): for a small batch, the cheapest set of new claims
 for the pods the cost pass may move, found by a bounded search instead of local moves.
 
-Greedy placement plus the cost pass's local moves leave money on the table on small batches: 25 pods of
-2.5 CPU on flavors of 8 CPU at 7.0/h and 12 CPU at 9.9/h get 3 + 4 nodes (60.6/h) where 7 + 1 cost
-58.9/h. Here the pods are grouped into shapes (pods equal but for their name, at the same relaxation
-level); every (NodePool, flavor) column says which shapes it can hold, at what price, and which pairs
-of shapes cannot share one of its nodes; all of that is asked of the scheduler's own checks, on probe
+Greedy placement plus the cost pass's local moves leave money on the table on small batches: 25 pods of 2.5
+CPU on flavors of 8 CPU at 7.0/h and 12 CPU at 9.9/h get 3 + 4 nodes (60.6/h) where 7 + 1 cost 58.9/h. Here
+the pods are grouped into shapes (pods equal but for their name and the labels no selector reads, at the same
+relaxation level); every (NodePool, flavor) column says which shapes it can hold, at what price, and which
+pairs of shapes cannot share one of its nodes; all of that is asked of the scheduler's own checks, on probe
 claims opened and taken back, so requirements, taints, host ports, DaemonSet overhead and hostname
-anti-affinity are the greedy's own rules. `exact_search` finds the cheapest cover of the shapes by
-packing patterns; the cover is then placed with the same checks, and kept only when every pod finds its
-place and the plan is strictly cheaper than the one it replaces, so the pass is never worse than the
-cost pass before it.
+anti-affinity are the greedy's own rules. `exact_search` finds the cheapest cover of the shapes by packing
+patterns; the cover is then placed with the same checks, and kept only when every pod finds its place and the
+plan is strictly cheaper than the one it replaces, so the pass is never worse than the cost pass before it.
 
 Only pods whose constraints stay within their own node take part: no topology spread or pod affinity,
 anti-affinity (their own or another pod's against them) on the hostname only, none of the pods another
@@ -79,12 +78,29 @@ def _level(prefs: Preferences) -> tuple[int, ...]:
     )
 
 
+def _read_keys(scheduler: Scheduler) -> frozenset[str]:
+    """The label keys some selector of the problem reads: every group the topology counts, which holds the
+    spread and (anti-)affinity selectors, preferred or required, of the pending pods and of those on existing
+    nodes. Any other label tells pods apart for no constraint."""
+    return frozenset(
+        key
+        for group in scheduler.topology.groups
+        for key in (
+            *(k for k, _ in group.selector.match_labels),
+            *(e.key for e in group.selector.match_expressions),
+        )
+    )
+
+
 def _shapes(scheduler: Scheduler, pods: list[Pod]) -> list[list[Pod]]:
-    """The pods grouped by shape, shapes in the order their first pod comes."""
+    """The pods grouped by shape, shapes in the order their first pod comes: pods alike but for their name
+    and the labels no selector reads."""
+    read = _read_keys(scheduler)
     shapes: list[list[Pod]] = []
     signatures: list[tuple[Pod, tuple[int, ...]]] = []
     for pod in pods:
-        signature = (replace(pod, name=""), _level(scheduler.placed_prefs[pod.key]))
+        labels = {k: v for k, v in pod.labels.items() if k in read}
+        signature = (replace(pod, name="", labels=labels), _level(scheduler.placed_prefs[pod.key]))
         for at, known in enumerate(signatures):
             if known == signature:
                 shapes[at].append(pod)

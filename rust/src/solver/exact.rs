@@ -1,14 +1,14 @@
 //! The exact pass (twin of `exact.py`): for a small batch, the cheapest set of new claims for the pods
 //! the cost pass may move, found by a bounded search instead of local moves.
 //!
-//! Pods are grouped into shapes (equal but for their name, at the same relaxation level); each
-//! (NodePool, flavor) column learns which shapes it holds, at what price, and which pairs of shapes
-//! cannot share one of its nodes, from probe claims opened with the scheduler's own checks and taken
-//! back. `exact_search` finds the cheapest cover by packing patterns; the cover is placed with the same
-//! checks and kept only when every pod finds its place and it is strictly cheaper. Only pods whose
-//! constraints stay on their own node take part (see `exact.py`).
+//! Pods are grouped into shapes (equal but for their name and the labels no selector reads, at the
+//! same relaxation level); each (NodePool, flavor) column learns which shapes it holds, at what price,
+//! and which pairs of shapes cannot share one of its nodes, from probe claims opened with the
+//! scheduler's own checks and taken back. `exact_search` finds the cheapest cover by packing patterns;
+//! the cover is placed with the same checks and kept only when every pod finds its place and it is
+//! strictly cheaper. Only pods whose constraints stay on their own node take part (see `exact.py`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -101,11 +101,36 @@ fn level(prefs: &Preferences) -> [usize; 6] {
     ]
 }
 
-/// Every field but the name.
-fn same_pod(a: &Pod, b: &Pod) -> bool {
+/// The label keys some selector of the problem reads: every group the topology counts, which holds
+/// the spread and (anti-)affinity selectors, preferred or required, of the pending pods and of those
+/// on existing nodes. Any other label tells pods apart for no constraint.
+fn read_keys(s: &Scheduler) -> BTreeSet<String> {
+    s.topology
+        .groups
+        .iter()
+        .flat_map(|g| {
+            let selector = &g.selector;
+            let matched = selector.match_labels.iter().map(|(k, _)| k);
+            matched.chain(selector.match_expressions.iter().map(|e| &e.key))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The pod's labels some selector reads, by key: pods that differ only in the others are alike.
+fn read_labels<'p>(pod: &'p Pod, read: &BTreeSet<String>) -> BTreeMap<&'p str, &'p str> {
+    pod.labels
+        .iter()
+        .filter(|(k, _)| read.contains(k))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+/// Every field but the name and the labels no selector reads.
+fn same_pod(a: &Pod, b: &Pod, read: &BTreeSet<String>) -> bool {
     a.namespace == b.namespace
         && a.requests == b.requests
-        && a.labels == b.labels
+        && read_labels(a, read) == read_labels(b, read)
         && a.node_selector == b.node_selector
         && a.required_terms == b.required_terms
         && a.preferred_terms == b.preferred_terms
@@ -120,11 +145,13 @@ fn same_pod(a: &Pod, b: &Pod) -> bool {
 
 /// The pods grouped by shape, shapes in the order their first pod comes.
 fn shapes(s: &Scheduler, pods: &[usize]) -> Vec<Vec<usize>> {
+    let read = read_keys(s);
     let mut shapes: Vec<Vec<usize>> = Vec::new();
     for &pod in pods {
         let mine = level(&s.placed_prefs[&pod]);
         let found = shapes.iter().position(|shape| {
-            same_pod(s.pods[shape[0]], s.pods[pod]) && level(&s.placed_prefs[&shape[0]]) == mine
+            same_pod(s.pods[shape[0]], s.pods[pod], &read)
+                && level(&s.placed_prefs[&shape[0]]) == mine
         });
         match found {
             Some(at) => shapes[at].push(pod),
