@@ -219,16 +219,16 @@ class World:
         assert found is not None, f"NodeClaim {name} is gone"
         return found
 
-    def before_node_patches(self, change: Callable[[Object], object]) -> None:
-        """Run ``change(node)`` on the stored Node just before each Node patch reaches the fake API server,
-        as another writer between kapstan's read and its write."""
+    def before_patches(self, kind: Resource, change: Callable[[Object], object]) -> None:
+        """Run ``change(obj)`` on the stored object just before each patch of a ``kind`` reaches the fake
+        API server, as another writer between kapstan's read and its write."""
         patch = self.api.patch
 
         async def racing(resource: Resource, name: str, body: Any, **kwargs: Any) -> Object:
-            if resource == NODES:
-                node = copy.deepcopy(self.state.nodes.store.get(name))
-                change(node)
-                self.api.put(NODES, node)  # a new resourceVersion
+            if resource == kind:
+                obj = copy.deepcopy(self.api._find(resource, name, kwargs.get("namespace")))
+                change(obj)
+                self.api.put(kind, obj)  # a new resourceVersion
             return await patch(resource, name, body, **kwargs)
 
         self.api.patch = racing  # type: ignore[method-assign]

@@ -14,6 +14,7 @@ from kapstan.controllers.nodeclaim.adoption import GRACE
 from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
+from kapstan.kube.kinds import NODES
 
 DEDICATED = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
 
@@ -69,7 +70,7 @@ def test_a_status_write_between_the_read_and_the_patch_does_not_refuse_the_adopt
     w = world()
     w.machine("md-c3-4-manual", "fake://manual")
     w.node("manual", "fake://manual")
-    w.before_node_patches(lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
+    w.before_patches(NODES, lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
     assert _adopt(w, "manual") == Result()
     assert _taint_keys(w, "manual") == []
     assert w.api.reasons("manual") == ["Adopted"]
@@ -86,7 +87,7 @@ def test_a_taint_added_between_the_read_and_the_patch_refuses_it_and_is_kept() -
             node["spec"]["taints"].append(DEDICATED)
             added.append(DEDICATED)
 
-    w.before_node_patches(add_taint)
+    w.before_patches(NODES, add_taint)
     assert _adopt(w, "manual") == Result(requeue_after=REREAD)
     assert _taint_keys(w, "manual") == [UNREGISTERED_TAINT_KEY, "dedicated"], "refused, nothing dropped"
     assert w.api.reasons("manual") == []

@@ -13,6 +13,7 @@ from kapstan.controllers.nodeclaim import Lifecycle, Timeouts
 from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
+from kapstan.kube.kinds import NODES
 
 TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
 DISRUPTED = {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}
@@ -33,7 +34,7 @@ def _launched_with_node(w: World) -> str:
 def test_a_status_write_between_the_read_and_the_patch_does_not_fail_registration() -> None:
     w = world()
     name = _launched_with_node(w)
-    w.before_node_patches(lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
+    w.before_patches(NODES, lambda node: node["status"].update(nodeInfo={"kubeletVersion": "v1.36.3"}))
     _reconcile(w, name)
     assert cond.is_true(w.claim_now(name), REGISTERED)
     node = w.state.nodes.store.get("node-a")
@@ -51,7 +52,7 @@ def test_a_taint_added_between_the_read_and_the_patch_is_kept() -> None:
             node["spec"]["taints"].append(DISRUPTED)
             added[0] += 1
 
-    w.before_node_patches(add_taint)
+    w.before_patches(NODES, add_taint)
     assert _reconcile(w, name) == Result(requeue_after=REREAD)
     assert not cond.is_true(w.claim_now(name), REGISTERED)
     _reconcile(w, name)

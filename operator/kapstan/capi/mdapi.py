@@ -22,9 +22,6 @@ from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Object, Resource, json_pointer
 from kapstan.kube.errors import ApiError
 
-UNPROCESSABLE = 422
-"""What the API server answers when a JSON patch's ``test`` fails."""
-
 
 class MachineDeploymentApi:
     def __init__(self, client: Client, *, entry_timeout: float, poll_interval: float) -> None:
@@ -128,7 +125,7 @@ class MachineDeploymentApi:
                 c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"
             )
         except ApiError as error:
-            if error.conflict or error.not_found or error.status == UNPROCESSABLE:
+            if error.conflict or error.not_found or error.test_failed:
                 return None
             raise
         return launched(claimed)
@@ -174,7 +171,7 @@ class MachineDeploymentApi:
                 patch_type="json",
             )
         except ApiError as error:
-            if error.conflict or error.status == UNPROCESSABLE:
+            if error.conflict or error.test_failed:
                 return False
             raise
         return True

@@ -14,8 +14,6 @@ from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 
-UNPROCESSABLE = 422
-"""What the API server answers when a JSON patch's ``test`` fails."""
 REREAD = 0.2
 """Seconds before a Node patch whose ``test`` failed (the taints changed since read) is decided again, from
 the informer's newer copy of the Node."""
@@ -75,7 +73,7 @@ async def patch_taints(
     try:
         await client.patch(NODES, meta.name, ops, patch_type="json")
     except ApiError as error:
-        if error.status == UNPROCESSABLE:
+        if error.test_failed:
             return False
         raise
     return True

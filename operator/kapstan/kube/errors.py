@@ -35,6 +35,12 @@ class ApiError(Exception):
         return self.status == 409
 
     @property
+    def test_failed(self) -> bool:
+        """A JSON patch's ``test`` did not hold (or it added under a missing member): the object changed
+        in what the write depends on; read it again."""
+        return self.status == 422
+
+    @property
     def transient(self) -> bool:
         """No answer at all (a server restarting or unreachable), load shed (429) or a server error: the
         same request may well work in a moment, whatever the object."""
