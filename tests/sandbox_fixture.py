@@ -20,10 +20,15 @@ from kapstan.local.sandbox import Sandbox, running
 SKIP_ENV = "KAPSTAN_SKIP_SANDBOX"
 
 
-def session(tmp: Path, two_clusters: bool, audit_policy: Path | None = None) -> Iterator[Sandbox]:
-    """A sandbox under ``tmp`` for the session (``audit_policy``: its API servers audit with it)."""
+def skip_unless_sandbox() -> None:
+    """Skip the calling test when ``KAPSTAN_SKIP_SANDBOX=1`` turns the sandbox tier off."""
     if os.environ.get(SKIP_ENV) == "1":
         pytest.skip(f"sandbox disabled by {SKIP_ENV}=1")
+
+
+def session(tmp: Path, two_clusters: bool, audit_policy: Path | None = None) -> Iterator[Sandbox]:
+    """A sandbox under ``tmp`` for the session (``audit_policy``: its API servers audit with it)."""
+    skip_unless_sandbox()
     try:
         with running(tmp / "sandbox", two_clusters=two_clusters, audit_policy=audit_policy) as sandbox:
             yield sandbox

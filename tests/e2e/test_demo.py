@@ -4,7 +4,6 @@ sandbox; this one holds the command to the story the README's "The demo" tells, 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_fixture import SKIP_ENV
+from sandbox_fixture import skip_unless_sandbox
 
 pytestmark = pytest.mark.sandbox
 
@@ -22,8 +21,7 @@ def _lines(text: str, pattern: str) -> list[str]:
 
 
 def test_kapstan_demo_runs_both_acts_and_tears_its_sandbox_down(tmp_path: Path) -> None:
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(f"sandbox disabled by {SKIP_ENV}=1")
+    skip_unless_sandbox()
     # -P: the current directory is not on sys.path, as the console script runs it.
     proc = subprocess.run(
         [sys.executable, "-P", "-m", "kapstan", "demo"],
