@@ -16,6 +16,37 @@ from kapstan.local import Sandbox
 pytestmark = pytest.mark.sandbox
 
 
+def test_a_json_patch_test_that_fails_is_told_apart_from_an_object_made_invalid(sandbox: Sandbox) -> None:
+    """Both are 422: a ``test`` that does not hold is worth a re-read, a label the server rejects is not."""
+
+    async def scenario() -> None:
+        client = await Client.connect(str(sandbox.workload_kubeconfig))
+        namespace = await fresh_namespace(client, "jsonpatch")
+        await client.create(
+            CONFIGMAPS, {"metadata": {"name": "j", "namespace": namespace}, "data": {"v": "1"}}
+        )
+        with pytest.raises(ApiError) as caught:
+            await client.patch(
+                CONFIGMAPS,
+                "j",
+                [{"op": "test", "path": "/data/v", "value": "2"}],
+                namespace=namespace,
+                patch_type="json",
+            )
+        assert caught.value.status == 422 and caught.value.test_failed
+        with pytest.raises(ApiError) as caught:
+            await client.patch(
+                CONFIGMAPS,
+                "j",
+                [{"op": "add", "path": "/metadata/labels", "value": {"not a label!": "x"}}],
+                namespace=namespace,
+                patch_type="json",
+            )
+        assert caught.value.status == 422 and not caught.value.test_failed, caught.value
+
+    asyncio.run(scenario())
+
+
 def test_conditional_patch_and_subresources(sandbox: Sandbox) -> None:
     """A merge patch carrying a stale resourceVersion is refused (409); errors name the object."""
 

@@ -20,10 +20,15 @@ import kr8s
 class ApiError(Exception):
     """A request to the API server failed; ``status`` is 0 when no HTTP answer arrived."""
 
-    def __init__(self, message: str, *, status: int = 0, reason: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int = 0, reason: str = "", invalid_object: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        # The API server answers 422 both when a JSON patch does not apply and when the patched object
+        # fails validation; only the latter names the object (``details.kind``) and its fields.
+        self.invalid_object = invalid_object
 
     @property
     def not_found(self) -> bool:
@@ -37,8 +42,9 @@ class ApiError(Exception):
     @property
     def test_failed(self) -> bool:
         """A JSON patch's ``test`` did not hold (or it added under a missing member): the object changed
-        in what the write depends on; read it again."""
-        return self.status == 422
+        in what the write depends on; read it again. Not an object the write made invalid: reading again
+        would only repeat it."""
+        return self.status == 422 and not self.invalid_object
 
     @property
     def transient(self) -> bool:
@@ -56,8 +62,16 @@ def from_status(what: str, status: dict[str, Any]) -> ApiError:
     """An ``ApiError`` from a ``Status`` object, as a watch stream sends in an ERROR event."""
     code = int(status.get("code") or 0)
     return ApiError(
-        f"{what}: {status.get('message', 'unknown error')}", status=code, reason=status.get("reason", "")
+        f"{what}: {status.get('message', 'unknown error')}",
+        status=code,
+        reason=status.get("reason", ""),
+        invalid_object=_names_an_object(status),
     )
+
+
+def _names_an_object(status: dict[str, Any]) -> bool:
+    details = status.get("details")
+    return isinstance(details, dict) and bool(details.get("kind") or details.get("causes"))
 
 
 @contextlib.contextmanager
@@ -68,7 +82,12 @@ def translate(what: str) -> Iterator[None]:
     except kr8s.ServerError as error:
         status: dict[str, Any] = error.status if isinstance(error.status, dict) else {}
         code = error.response.status_code if error.response is not None else int(status.get("code") or 0)
-        raise ApiError(f"{what}: {error}", status=code, reason=status.get("reason", "")) from error
+        raise ApiError(
+            f"{what}: {error}",
+            status=code,
+            reason=status.get("reason", ""),
+            invalid_object=_names_an_object(status),
+        ) from error
     except kr8s.NotFoundError as error:
         raise ApiError(f"{what}: {error}", status=404, reason="NotFound") from error
     except httpx.HTTPStatusError as error:
