@@ -123,3 +123,83 @@ def test_backoff_delays_are_capped() -> None:
     assert backoff.delay(3) == 0.04
     assert backoff.delay(30) == 1000.0
     assert backoff.delay(10_000) == 1000.0
+
+
+class CountingQueue(WorkQueue[str]):
+    """Counts the looks workers take at the queue: each is one wake-up of a waiting worker."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock=clock, backoff=Backoff(initial=1.0, maximum=8.0))
+        self.looks = 0
+
+    def try_get(self) -> str | None:
+        self.looks += 1
+        return super().try_get()
+
+
+async def waiting_workers(queue: WorkQueue[str], count: int) -> list[asyncio.Task[str]]:
+    workers = [asyncio.create_task(queue.get()) for _ in range(count)]
+    await settle()
+    return workers
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_a_ready_key_wakes_one_waiting_worker_not_all() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        queue = CountingQueue(clock)
+        workers = await waiting_workers(queue, 10)
+        queue.looks = 0
+        queue.add("a")
+        queue.add("b")
+        await settle()
+        assert queue.looks <= 2, "each ready key wakes one of the ten waiting workers, not all of them"
+        assert sorted(w.result() for w in workers if w.done()) == ["a", "b"]
+
+        queue.add_after("later", 5.0)
+        queue.add_after("later-too", 5.0)
+        await settle()
+        queue.looks = 0
+        clock.advance(5.0)
+        await settle()
+        assert queue.looks <= 2, "two delayed keys coming due wake two workers, not all of them"
+        assert sum(w.done() for w in workers) == 4
+
+        queue.shut_down()
+        await settle()
+        assert all(w.done() for w in workers), "shutting down wakes every waiting worker"
+        assert sorted(type(w.exception()).__name__ for w in workers) == ["NoneType"] * 4 + ["ShutDown"] * 6
+
+    asyncio.run(scenario())
+
+
+def test_a_worker_cancelled_after_its_wake_up_passes_the_key_to_another() -> None:
+    async def scenario() -> None:
+        queue = make_queue()
+        first, second = await waiting_workers(queue, 2)
+        queue.add("a")
+        first.cancel()  # woken for "a" but cancelled before it ran
+        await settle()
+        assert first.cancelled()
+        assert second.done() and second.result() == "a"
+
+    asyncio.run(scenario())
+
+
+def test_an_earlier_delayed_key_rearms_the_timer() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        queue = make_queue(clock)
+        (worker,) = await waiting_workers(queue, 1)
+        queue.add_after("late", 10.0)
+        queue.add_after("early", 2.0)
+        await settle()
+        clock.advance(2.0)
+        await settle()
+        assert worker.done() and worker.result() == "early"
+
+    asyncio.run(scenario())
