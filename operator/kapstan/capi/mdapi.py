@@ -19,8 +19,11 @@ from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import CreateError, LaunchedMachine, MachineRef, NotFound, Paused
 from kapstan.capi.reads import launched
 from kapstan.catalog import FlavorSource
-from kapstan.kube.client import Client, Object, Resource, json_pointer
+from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import Op, set_members
+
+ANNOTATIONS = ("metadata", "annotations")
 
 
 class MachineDeploymentApi:
@@ -93,33 +96,11 @@ class MachineDeploymentApi:
         the claims fail and wait for another round (bench.live, issue 14). Two claimers of one Machine
         still cannot both win: the API server applies patches to one object one at a time, and the
         second one's ``test`` sees the first one's annotation."""
-        patch: list[dict[str, object]] = [
-            {"op": "test", "path": "/metadata/deletionTimestamp", "value": None}
+        unclaimed = {NODECLAIM_ANNOTATION: None, c.DELETE_MACHINE_ANNOTATION: None}
+        patch: list[Op] = [
+            {"op": "test", "path": "/metadata/deletionTimestamp", "value": None},
+            *set_members(machine, ANNOTATIONS, {NODECLAIM_ANNOTATION: nodeclaim}, tested=unclaimed),
         ]
-        if "annotations" in machine.get("metadata", {}):
-            patch += [
-                {
-                    "op": "test",
-                    "path": json_pointer("metadata", "annotations", NODECLAIM_ANNOTATION),
-                    "value": None,
-                },
-                {
-                    "op": "test",
-                    "path": json_pointer("metadata", "annotations", c.DELETE_MACHINE_ANNOTATION),
-                    "value": None,
-                },
-                {
-                    "op": "add",
-                    "path": json_pointer("metadata", "annotations", NODECLAIM_ANNOTATION),
-                    "value": nodeclaim,
-                },
-            ]
-        else:
-            # No annotations to add one to: the map is added whole, if nobody added one meanwhile.
-            patch += [
-                {"op": "test", "path": "/metadata/annotations", "value": None},
-                {"op": "add", "path": "/metadata/annotations", "value": {NODECLAIM_ANNOTATION: nodeclaim}},
-            ]
         try:
             claimed = await self._client.patch(
                 c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"

@@ -12,16 +12,16 @@ on nodepools/status a bench.live run); a condition written meanwhile still refus
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import ClusterState
-from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.kinds import NODEPOOLS
 from kapstan.kube.meta import Meta
 
 ATTEMPTS = 3
+STATUS = ("status",)
 
 
 async def set_pool_condition(
@@ -50,11 +50,15 @@ async def set_pool_condition(
         conditions = cond.with_condition(
             cond.conditions_of(pool), kind, status, reason, message, meta.generation, now=now
         )
+        # A pool just created has no status yet: set_members adds one, tested absent.
+        patch = set_members(
+            pool, STATUS, {"conditions": conditions}, tested=as_read(pool, STATUS, "conditions")
+        )
         try:
             await state.workload.patch(
                 NODEPOOLS,
                 pool_name,
-                _conditions_patch(pool, conditions),
+                patch,
                 subresource="status",
                 patch_type="json",
             )
@@ -62,19 +66,3 @@ async def set_pool_condition(
         except ApiError as error:
             if not error.test_failed:
                 raise
-
-
-def _conditions_patch(pool: Object, conditions: list[dict[str, Any]]) -> list[dict[str, object]]:
-    """A JSON patch setting ``status.conditions`` if they are still those of ``pool`` as read. A pool
-    with no status yet (just created) gets one, tested absent: an add under a missing member is refused."""
-    if "status" not in pool:
-        return [
-            {"op": "test", "path": "/status", "value": None},
-            {"op": "add", "path": "/status", "value": {"conditions": conditions}},
-        ]
-    # None when absent: the API server passes a test of a missing member against null.
-    have = pool["status"].get("conditions")
-    return [
-        {"op": "test", "path": "/status/conditions", "value": have},
-        {"op": "add", "path": "/status/conditions", "value": conditions},
-    ]

@@ -9,14 +9,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
-from kapstan.kube.client import Client, Object, json_pointer
+from kapstan.kube.client import Client, Object
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 
 REREAD = 0.2
 """Seconds before a Node patch whose ``test`` failed (the taints changed since read) is decided again, from
 the informer's newer copy of the Node."""
+SPEC = ("spec",)
+LABELS = ("metadata", "labels")
 
 
 def taints_of(node: Object) -> list[dict[str, Any]]:
@@ -54,22 +57,11 @@ async def patch_taints(
     instead, it lost the race to the kubelet's and the node controller's status writes about 30 times in a
     1,000-pod scale-up (bench.live, issue 14), each a retry."""
     meta = Meta.of(node)
-    have = node.get("spec", {}).get("taints")  # as read: None when absent (the server omits [])
-    ops: list[dict[str, object]] = [
-        {"op": "test", "path": "/spec/taints", "value": have},
-        {"op": "add", "path": "/spec/taints", "value": taints},
-    ]
     changed = {key: value for key, value in (labels or {}).items() if meta.labels.get(key) != value}
-    if "labels" in node.get("metadata", {}):
-        ops += [
-            {"op": "add", "path": json_pointer("metadata", "labels", key), "value": value}
-            for key, value in changed.items()
-        ]
-    elif changed:
-        ops += [
-            {"op": "test", "path": "/metadata/labels", "value": None},
-            {"op": "add", "path": "/metadata/labels", "value": changed},
-        ]
+    ops = [
+        *set_members(node, SPEC, {"taints": taints}, tested=as_read(node, SPEC, "taints")),
+        *set_members(node, LABELS, changed),
+    ]
     try:
         await client.patch(NODES, meta.name, ops, patch_type="json")
     except ApiError as error:

@@ -76,12 +76,6 @@ class _PooledApi(_Kr8sApi):
         )
 
 
-def json_pointer(*members: str) -> str:
-    """The JSON pointer (RFC 6901) of nested members, for a JSON patch's ``path``: ``~`` and ``/`` in a
-    member name (every label and annotation key with a prefix) are escaped."""
-    return "".join("/" + member.replace("~", "~0").replace("/", "~1") for member in members)
-
-
 @dataclass(frozen=True)
 class Resource:
     """Where a kind lives in the API: ``Resource("coordination.k8s.io", "v1", "leases", "Lease")``."""
