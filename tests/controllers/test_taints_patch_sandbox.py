@@ -1,16 +1,19 @@
-"""``patch_taints`` (registration's and adoption's Node write) against the sandbox's real API server: a JSON
-patch testing the taint list it replaces, so a status write since the read does not refuse it and a taint
-added since does; a Node the server gave no labels (it omits the map) gets them in the same patch."""
+"""``patch_taints`` (registration's, adoption's and the disrupted taint's Node write) against the sandbox's
+real API server: a JSON patch testing the taint list it replaces, so a status write since the read does not
+refuse it and a taint added since does; a Node the server gave no labels (it omits the map) gets them in the
+same patch, and one it gave no taints gets the disrupted taint."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from controllers.controller_helpers import connect, eventually, unique
-from kapstan.controllers.taints import patch_taints
-from kapstan.kube.client import Client, Object
+from controllers.controller_helpers import cluster_state, connect, eventually, unique
+from kapstan.controllers.disruption.writes import ClaimWrites
+from kapstan.controllers.taints import mark_disrupted, patch_taints
+from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.kinds import NODES
 from kapstan.local import Sandbox
 
@@ -87,6 +90,45 @@ def test_a_node_the_server_gave_no_labels_gets_them_with_its_taints(sandbox: San
             node = await client.get(NODES, name)
             assert node["spec"]["taints"] == [DEDICATED]
             assert node["metadata"]["labels"] == {"example.com/pool": "a"}
+        finally:
+            await client.delete(NODES, name)
+
+    asyncio.run(scenario())
+
+
+def test_the_disrupted_taint_goes_on_and_off_past_status_writes_and_keeps_a_taint_added_since(
+    sandbox: Sandbox,
+) -> None:
+    """``mark_disrupted`` and ``ClaimWrites.untaint``: on a Node without taints (the server omits the
+    list, tested against null), refused by a taint added since the read, passing a status write since."""
+
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        name = unique("disrupted")
+        read = await _node(client, name, [])
+        try:
+            assert "taints" not in read["spec"]
+            await client.patch(NODES, name, {"spec": {"taints": [DEDICATED]}})  # another writer's
+            assert not await mark_disrupted(client, read)
+            assert (await client.get(NODES, name))["spec"]["taints"] == [DEDICATED]
+
+            read = await client.get(NODES, name)
+            await _status_write(client, name)
+            assert await mark_disrupted(client, read)
+            assert (await client.get(NODES, name))["spec"]["taints"] == [DEDICATED, DISRUPTED]
+
+            writes = ClaimWrites(cluster_state(client, "default"))
+            patch = client.patch
+
+            async def status_write_first(resource: Resource, node: str, body: Any, **kwargs: Any) -> Object:
+                if kwargs.get("patch_type") == "json":  # between untaint's fresh read and its patch
+                    await _status_write(client, node)
+                return await patch(resource, node, body, **kwargs)
+
+            client.patch = status_write_first  # type: ignore[method-assign]
+            await writes.untaint(read)
+            client.patch = patch  # type: ignore[method-assign]
+            assert (await client.get(NODES, name))["spec"]["taints"] == [DEDICATED]
         finally:
             await client.delete(NODES, name)
 

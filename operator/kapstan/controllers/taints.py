@@ -1,7 +1,7 @@
 """Writing a Node's taints. The ``karpenter.sh/disrupted`` taint: termination and disruption both put it on
 a Node before they move its pods, so nothing new lands there meanwhile (docs/architecture.md#data-flow,
-step 8). ``patch_taints``: registration and adoption replace the taint list only if it is still the one
-they read."""
+step 8). Every taint write (that one, registration's and adoption's) goes through ``patch_taints``, which
+replaces the taint list only if it is still the one it was read with."""
 
 from __future__ import annotations
 
@@ -31,18 +31,14 @@ def disrupted(node: Object) -> bool:
     return any(t.get("key") == DISRUPTED_TAINT_KEY for t in taints_of(node))
 
 
-async def mark_disrupted(client: Client, node: Object) -> None:
-    """Add ``karpenter.sh/disrupted:NoSchedule`` unless the Node has it, conditional on its
-    resourceVersion: a 409 means another writer changed the taints, and the caller's retry reads them
-    again instead of overwriting them."""
+async def mark_disrupted(client: Client, node: Object) -> bool:
+    """Add ``karpenter.sh/disrupted:NoSchedule`` unless the Node has it; False if its taints changed since
+    read (``patch_taints``: another writer's taint is never dropped; the caller decides again from a newer
+    copy). The kubelet's status writes since the read do not refuse it, as they did when it was
+    conditional on the Node's resourceVersion."""
     if disrupted(node):
-        return
-    meta = Meta.of(node)
-    patch = {
-        "metadata": {"resourceVersion": meta.resource_version},
-        "spec": {"taints": [*taints_of(node), disrupted_taint()]},
-    }
-    await client.patch(NODES, meta.name, patch)
+        return True
+    return await patch_taints(client, node, [*taints_of(node), disrupted_taint()])
 
 
 async def patch_taints(

@@ -82,8 +82,11 @@ class Orchestrator:
             return
         for name in command.candidates:
             entry = self.cluster.claim(name)
-            if entry is not None and entry.node is not None:
-                await self.writes.taint(entry.node)
+            if entry is not None and entry.node is not None and not await self.writes.taint(entry.node):
+                # Another writer's taint (the node lifecycle controller's not-ready, say) came since the
+                # decision's read: decide again from the newer Node rather than replace on the old one.
+                await self.rollback(command, f"Node {Meta.of(entry.node).name}'s taints changed since read")
+                return
         if not await self._launch_replacements(command, decision, pools):
             return
         for name in command.candidates:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY
 from kapstan.controllers.state import ClusterState
-from kapstan.controllers.taints import mark_disrupted, taints_of
+from kapstan.controllers.taints import mark_disrupted, patch_taints, taints_of
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.kinds import NODECLAIMS, NODES
 from kapstan.kube.meta import Meta
+
+UNTAINT_ATTEMPTS = 3
+"""How many times an untaint reads the Node afresh while other writers keep changing its taints."""
 
 
 class ClaimWrites:
@@ -46,12 +49,14 @@ class ClaimWrites:
             if not error.not_found:
                 raise
 
-    async def taint(self, node: Object) -> None:
-        await mark_disrupted(self.state.workload, node)
+    async def taint(self, node: Object) -> bool:
+        """Put ``karpenter.sh/disrupted`` on; False if the Node's taints changed since read."""
+        return await mark_disrupted(self.state.workload, node)
 
     async def untaint(self, node: Object) -> None:
-        """Remove ``karpenter.sh/disrupted``, read fresh so a concurrent taint change is not undone."""
-        for _ in range(3):
+        """Remove ``karpenter.sh/disrupted``, read fresh (the cache may not show the taint yet), testing the
+        taint list it replaces so another writer's taint since the read is not undone."""
+        for _ in range(UNTAINT_ATTEMPTS):
             try:
                 fresh = await self.state.workload.get(NODES, Meta.of(node).name)
             except ApiError as error:
@@ -59,13 +64,5 @@ class ClaimWrites:
                     return
                 raise
             taints = [t for t in taints_of(fresh) if t.get("key") != DISRUPTED_TAINT_KEY]
-            if len(taints) == len(taints_of(fresh)):
+            if len(taints) == len(taints_of(fresh)) or await patch_taints(self.state.workload, fresh, taints):
                 return
-            meta = Meta.of(fresh)
-            patch = {"metadata": {"resourceVersion": meta.resource_version}, "spec": {"taints": taints}}
-            try:
-                await self.state.workload.patch(NODES, meta.name, patch)
-                return
-            except ApiError as error:
-                if not error.conflict:
-                    raise

@@ -27,7 +27,7 @@ from kapstan.capi.provider import BelowMinSize, CloudProvider, Paused, RollingOu
 from kapstan.controllers.conditions import age_seconds
 from kapstan.controllers.pods import do_not_disrupt, drained
 from kapstan.controllers.state import ClusterState
-from kapstan.controllers.taints import mark_disrupted
+from kapstan.controllers.taints import REREAD, mark_disrupted
 from kapstan.kube.client import Object
 from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
@@ -73,7 +73,8 @@ class Terminator:
         if TERMINATION_FINALIZER not in Meta.of(claim).finalizers:
             return Result()
         if entry.node is not None and not entry.node_deleting:
-            await mark_disrupted(self.state.workload, entry.node)
+            if not await mark_disrupted(self.state.workload, entry.node):
+                return Result(requeue_after=REREAD)  # its taints changed: decide from the newer copy
             remaining = await self._drain(claim, entry.pods)
             if remaining:
                 return Result(requeue_after=self.timing.poll)
