@@ -1,4 +1,4 @@
-"""Status conditions as Kubernetes writes them (``metav1.Condition``), and timestamps.
+"""Status conditions as Kubernetes writes them (``metav1.Condition``), timestamps, and the status write.
 
 ``lastTransitionTime`` changes only when the status flips, so a controller that sets the same condition
 on every reconcile neither bumps the time nor, when nothing else changed, writes at all.
@@ -6,12 +6,15 @@ on every reconcile neither bumps the time nor, when nothing else changed, writes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from kapstan.kube.client import Object
+from kapstan.kube.jsonpatch import Op, as_read, set_members
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+STATUS = ("status",)
 
 
 def now_text(now: datetime | None = None) -> str:
@@ -67,3 +70,19 @@ def with_condition(
         "lastTransitionTime": now_text(now) if changed or old is None else old["lastTransitionTime"],
     }
     return [c for c in conditions if c.get("type") != kind] + [condition]
+
+
+def status_patch(obj: Object, fields: Mapping[str, object]) -> list[Op]:
+    """A JSON patch (for the ``status`` subresource) setting the status members ``fields`` of ``obj`` as
+    read; with ``conditions`` among them, it holds only while the condition list is still the one read.
+
+    Conditions are one list that several controllers write a condition each of (the lifecycle, the
+    status controllers, disruption), so a condition written since the read refuses the write instead of
+    being dropped, and the caller reads again. Nothing else is tested: every other status member has one
+    writer, and the writes since the read that do not touch the conditions (the lifecycle's
+    ``capacity``, the status controller's ``resources``, disruption's ``lastPodEventTime``, any label)
+    do not refuse it, as they did when the write was conditional on the resourceVersion. An object read
+    without a status gets one, tested absent: a status written since refuses it too.
+    """
+    tested = as_read(obj, STATUS, "conditions") if "conditions" in fields else {}
+    return set_members(obj, STATUS, fields, tested=tested)

@@ -16,12 +16,10 @@ from datetime import datetime
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.kinds import NODEPOOLS
 from kapstan.kube.meta import Meta
 
 ATTEMPTS = 3
-STATUS = ("status",)
 
 
 async def set_pool_condition(
@@ -50,10 +48,7 @@ async def set_pool_condition(
         conditions = cond.with_condition(
             cond.conditions_of(pool), kind, status, reason, message, meta.generation, now=now
         )
-        # A pool just created has no status yet: set_members adds one, tested absent.
-        patch = set_members(
-            pool, STATUS, {"conditions": conditions}, tested=as_read(pool, STATUS, "conditions")
-        )
+        patch = cond.status_patch(pool, {"conditions": conditions})
         try:
             await state.workload.patch(
                 NODEPOOLS,

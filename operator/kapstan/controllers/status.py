@@ -13,9 +13,9 @@ its nodes with ``karpenter.sh/unregistered:NoExecute``; for ClusterClass cluster
 fix that (a ClusterClass patch), so the condition names the worker classes and MDs lacking it. It is not
 part of ``Ready``: nodes without the taint still work, only less safely.
 
-Status is written with a merge patch on the ``status`` subresource, conditional on the resourceVersion
-(so a condition another controller wrote meanwhile is not lost), and only when something changed, so the
-watch event our own write causes ends in a no-op.
+Status is written with a JSON patch on the ``status`` subresource that tests the condition list it
+replaces (so a condition another controller wrote meanwhile is not lost), and only when something
+changed, so the watch event our own write causes ends in a no-op.
 """
 
 from __future__ import annotations
@@ -287,30 +287,32 @@ async def write_status(
     fields: Mapping[str, dict[str, str]],
     conditions: list[dict[str, Any]],
 ) -> None:
-    """Merge-patch ``status`` with ``fields`` (maps, replaced key by key) and ``conditions``, if they differ.
+    """Set ``status`` members ``fields`` (maps, each written whole) and ``conditions``, where they differ.
 
     Conditions are compared by type: ``with_condition`` moves the condition it sets to the end of the
-    list, so the order says nothing. Keys of a map that are no longer wanted are removed with ``null``.
+    list, so the order says nothing. The write tests the condition list it replaces (``status_patch``):
+    another controller's condition since the read refuses it, and the watch brings the newer pool or
+    class and another reconcile; any other write since (our own ``resources`` the cache does not show
+    yet, a label) no longer does. Nor does a spec change since: the conditions say the generation they
+    were found for, and the change's own watch event reconciles again.
     """
     status = obj.get("status") or {}
-    patch: dict[str, Any] = {}
-    for name, wanted in fields.items():
-        have = status.get(name) or {}
-        if have != wanted:
-            patch[name] = {**{key: None for key in have if key not in wanted}, **wanted}
+    changed: dict[str, object] = {
+        name: dict(wanted) for name, wanted in fields.items() if (status.get(name) or {}) != wanted
+    }
     if _by_type(conditions) != _by_type(cond.conditions_of(obj)):
-        patch["conditions"] = conditions
-    if not patch:
+        changed["conditions"] = conditions
+    if not changed:
         return
-    meta = Meta.of(obj)
-    body = {"metadata": {"resourceVersion": meta.resource_version}, "status": patch}
+    name = Meta.of(obj).name
     try:
-        await state.workload.patch(resource, meta.name, body, subresource="status")
+        await state.workload.patch(
+            resource, name, cond.status_patch(obj, changed), subresource="status", patch_type="json"
+        )
     except ApiError as error:
-        if not error.conflict:
+        if not error.test_failed:
             raise
-        # Changed since our cache saw it; the watch brings the new version and with it another reconcile.
-        log.debug("status of %s %s changed meanwhile", resource.kind, meta.name)
+        log.debug("conditions of %s %s changed meanwhile", resource.kind, name)
 
 
 def _by_type(conditions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

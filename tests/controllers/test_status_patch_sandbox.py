@@ -1,0 +1,122 @@
+"""The status writes that test the condition list they replace (``conditions.status_patch``) against the
+sandbox's real API server: the NodePool status controller's ``write_status`` and disruption's
+``Consolidatable`` condition on a NodeClaim. An object created without a status gets one; a write since the
+read that leaves the conditions alone (a label, ``status.resources``, ``lastPodEventTime``) does not refuse
+the patch; a condition written since does (a failed test), and is kept."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from controllers.controller_helpers import cleanup, cluster_state, connect, unique
+from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED
+from kapstan.catalog.catalog import DEFAULT_ZONE
+from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
+from kapstan.controllers.status import write_status
+from kapstan.kube.client import Client, Object
+from kapstan.kube.errors import ApiError
+from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
+from kapstan.local import Sandbox, article
+from kapstan.scheduling.model import PlannedNodeClaim, Snapshot
+
+pytestmark = pytest.mark.sandbox
+
+
+def _condition(kind: str) -> list[dict[str, Any]]:
+    return cond.with_condition([], kind, cond.TRUE, kind)
+
+
+def _types(obj: Object) -> list[str]:
+    return sorted(c["type"] for c in cond.conditions_of(obj))
+
+
+async def _status_write(client: Client, resource: Any, name: str, status: Object) -> None:
+    """Another writer's merge patch of the status (a resourceVersion the caller's read does not have)."""
+    await client.patch(resource, name, {"status": status}, subresource="status")
+
+
+def test_the_pool_status_write_passes_other_writes_since_its_read_and_keeps_a_condition_written_since(
+    sandbox: Sandbox,
+) -> None:
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        state = cluster_state(client, "default")
+        name = unique("status-pool")
+        async with cleanup(client) as made:
+            read = await made.create(NODEPOOLS, article.node_pool(name, unique("status-class"), "status"))
+            assert "status" not in read, "created without one"
+            await client.patch(NODEPOOLS, name, {"metadata": {"labels": {"team": "batch"}}})
+            await write_status(state, NODEPOOLS, read, {"resources": {"nodes": "1"}}, _condition("Ready"))
+            found = await client.get(NODEPOOLS, name)
+            assert found["status"]["resources"] == {"nodes": "1"} and _types(found) == ["Ready"]
+
+            read = found
+            await _status_write(client, NODEPOOLS, name, {"resources": {"nodes": "2", "cpu": "8"}})
+            conditions = cond.with_condition(
+                cond.conditions_of(read), "ValidationSucceeded", cond.TRUE, "Valid"
+            )
+            await write_status(state, NODEPOOLS, read, {"resources": {"nodes": "3"}}, conditions)
+            found = await client.get(NODEPOOLS, name)
+            assert found["status"]["resources"] == {"nodes": "3"}, "the map is written whole"
+            assert _types(found) == ["Ready", "ValidationSucceeded"]
+
+            read = found
+            healthy = cond.with_condition(
+                cond.conditions_of(read), "NodeRegistrationHealthy", cond.TRUE, "Ok"
+            )
+            await _status_write(client, NODEPOOLS, name, {"conditions": healthy})
+            wanted = cond.with_condition(cond.conditions_of(read), "Ready", cond.FALSE, "NodeClassNotFound")
+            await write_status(state, NODEPOOLS, read, {"resources": {"nodes": "4"}}, wanted)
+            found = await client.get(NODEPOOLS, name)
+            assert _types(found) == ["NodeRegistrationHealthy", "Ready", "ValidationSucceeded"]
+            assert cond.find(found, "Ready") == cond.find(read, "Ready"), "refused: not overwritten"
+            assert found["status"]["resources"] == {"nodes": "3"}, "refused whole"
+
+    asyncio.run(scenario())
+
+
+def test_a_nodeclaim_condition_patch_passes_other_status_writes_and_is_refused_by_a_condition_since(
+    sandbox: Sandbox,
+) -> None:
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        pool = article.node_pool(unique("status-claims"), unique("status-class"), "status")
+        planned = PlannedNodeClaim(pool["metadata"]["name"], "c3-4", DEFAULT_ZONE, "on-demand", 1.0, ())
+        body = nodeclaim_manifest(planned, pool, Snapshot(pods=(), instance_types=(), node_pools=()))
+        body["metadata"].pop("generateName", None)
+        body["metadata"].pop("ownerReferences", None)  # the pool is not created: no uid to own it by
+        body["metadata"]["name"] = name = unique("status-claim")
+        async with cleanup(client) as made:
+            read = await made.create(NODECLAIMS, body)
+            assert "status" not in read, "created without one"
+
+            async def consolidatable(claim: Object) -> None:
+                conditions = cond.with_condition(cond.conditions_of(claim), CONSOLIDATABLE, cond.TRUE, "Yes")
+                patch = cond.status_patch(claim, {"conditions": conditions})
+                await client.patch(NODECLAIMS, name, patch, subresource="status", patch_type="json")
+
+            await _status_write(client, NODECLAIMS, name, {"lastPodEventTime": "2026-01-01T00:00:00Z"})
+            with pytest.raises(ApiError) as refused:  # the status added since is not replaced whole
+                await consolidatable(read)
+            assert refused.value.test_failed
+
+            read = await client.get(NODECLAIMS, name)
+            await _status_write(client, NODECLAIMS, name, {"lastPodEventTime": "2026-01-01T00:01:00Z"})
+            await consolidatable(read)
+            found = await client.get(NODECLAIMS, name)
+            assert _types(found) == [CONSOLIDATABLE]
+            assert found["status"]["lastPodEventTime"] == "2026-01-01T00:01:00Z", "the other write is kept"
+
+            read = found
+            initialized = cond.with_condition(cond.conditions_of(read), INITIALIZED, cond.TRUE, INITIALIZED)
+            await _status_write(client, NODECLAIMS, name, {"conditions": initialized})
+            with pytest.raises(ApiError) as refused:
+                await consolidatable(read)
+            assert refused.value.test_failed
+            assert _types(await client.get(NODECLAIMS, name)) == [CONSOLIDATABLE, INITIALIZED]
+
+    asyncio.run(scenario())
