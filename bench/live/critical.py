@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from bench.live.observe import epoch, percentile
+from bench.live.observe import epoch, percentile, true_since
 from kapstan.api.wellknown import LAUNCHED, NODECLAIM_ANNOTATION, REGISTERED
 from kapstan.capi import contract as c
 from kapstan.kube.client import Object
@@ -68,7 +68,7 @@ def paths(
     ready_by_node: dict[str, float] = {}
     for pod in pods:
         node_name = pod.get("spec", {}).get("nodeName")
-        ready = _condition(pod, "Ready")
+        ready = true_since(pod, "Ready")
         if node_name and ready is not None:
             ready_by_node[node_name] = max(ready, ready_by_node.get(node_name, ready))
     found = []
@@ -79,16 +79,16 @@ def paths(
         machine = machine_of.get(name)
         if machine is not None:
             instants["Machine created"] = epoch(machine["metadata"]["creationTimestamp"])
-            _put(instants, "bootstrap ready", _condition(machine, BOOTSTRAP_READY))
+            _put(instants, "bootstrap ready", true_since(machine, BOOTSTRAP_READY))
         node = node_by_name.get(status.get("nodeName", "")) or node_by_provider.get(
             status.get("providerID", "")
         )
         if node is not None:
             instants["Node created"] = epoch(node["metadata"]["creationTimestamp"])
-            _put(instants, "Node Ready", _condition(node, "Ready"))
+            _put(instants, "Node Ready", true_since(node, "Ready"))
             _put(instants, "pods Running", ready_by_node.get(node["metadata"]["name"]))
-        _put(instants, "Launched", _condition(claim, LAUNCHED))
-        _put(instants, "Registered", _condition(claim, REGISTERED))
+        _put(instants, "Launched", true_since(claim, LAUNCHED))
+        _put(instants, "Registered", true_since(claim, REGISTERED))
         found.append(Path(name, instants))
     return found
 
@@ -131,15 +131,6 @@ def trimmed(obj: Object) -> Object:
             ],
         },
     }
-
-
-def _condition(obj: Object, kind: str) -> float | None:
-    """When ``kind`` last turned True on ``obj`` (``status.conditions``), or None."""
-    for condition in obj.get("status", {}).get("conditions") or []:
-        if condition.get("type") == kind and condition.get("status") == "True":
-            stamp = condition.get("lastTransitionTime")
-            return epoch(stamp) if stamp else None
-    return None
 
 
 def _put(instants: dict[str, float], point: str, at: float | None) -> None:

@@ -128,12 +128,13 @@ def timeline(fleet: Fleet, start: float) -> dict[str, list[float]]:
 def _stamp(obj: Object, condition: str) -> float | None:
     if condition == "created":
         return epoch(obj["metadata"]["creationTimestamp"])
+    return true_since(obj, condition)
+
+
+def true_since(obj: Object, kind: str) -> float | None:
+    """When condition ``kind`` of ``obj`` turned True (epoch seconds), or None if it is not True."""
     for found in obj.get("status", {}).get("conditions") or []:
-        if (
-            found.get("type") == condition
-            and found.get("status") == "True"
-            and found.get("lastTransitionTime")
-        ):
+        if found.get("type") == kind and found.get("status") == "True" and found.get("lastTransitionTime"):
             return epoch(found["lastTransitionTime"])
     return None
 
