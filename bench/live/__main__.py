@@ -153,7 +153,7 @@ async def _phases(
     up["operatorPeakRssMiB"] = operator.peak_rss_mib()
     up["criticalPath"] = await _critical_path(client, watch, ns, run.id, work)
     up["accounting"] = await _accounting(client, ns, pool, run.id)
-    up["placement"] = await placement.dump(client, ns, work / "placement.json")
+    up["placement"] = await placement.dump(client, watch, ns, work / "placement.json")
     load["scaleUp"] = os.getloadavg()
     down: dict[str, Any] | None = None
     if not args.no_scale_down:

@@ -3,6 +3,8 @@
 The provisioner names each pod's claim in its ``Nominated`` Event ("Pod should schedule on:
 nodeclaim/NAME"); a claim's ``status.nodeName`` is its Node. A pod bound to another Node than its claim's
 took room the plan meant for other pods, which then fit nowhere and buy a straggler claim (issue 14).
+The pods and claims are the ones the bench's watches hold (``watch.FleetWatch``); only the Events are
+read, through ``sample``, so a slow API server loses the figure, not the run.
 """
 
 from __future__ import annotations
@@ -12,21 +14,24 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.live.watch import FleetWatch, sample
 from kapstan.kube.client import Client, Object
-from kapstan.kube.kinds import EVENTS, NODECLAIMS, PODS
+from kapstan.kube.kinds import EVENTS
 
 NOMINATED_PREFIX = "Pod should schedule on: nodeclaim/"
 
 
-async def dump(client: Client, namespace: str, path: Path) -> dict[str, Any]:
-    """Pods, NodeClaims and the pods' Nominated Events of the run, written to ``path``; the summary."""
-    pods = (await client.request("GET", PODS, namespace=namespace)).get("items", [])
-    claims = (await client.request("GET", NODECLAIMS)).get("items", [])
-    events = (
-        await client.request("GET", EVENTS, namespace=namespace, params={"fieldSelector": "reason=Nominated"})
-    ).get("items", [])
+async def dump(client: Client, watch: FleetWatch, namespace: str, path: Path) -> dict[str, Any]:
+    """Pods and NodeClaims as the bench's watches hold them and the pods' Nominated Events, written to
+    ``path``; the summary, or nothing (not recorded) if the Events could not be read."""
+    pods, claims = watch.pods.store.objects(), watch.claims.store.objects()
+    params = {"fieldSelector": "reason=Nominated"}
+    found = await sample(
+        "the Nominated Events", lambda: client.request("GET", EVENTS, namespace=namespace, params=params)
+    )
+    events = found.get("items", []) if found is not None else []
     path.write_text(json.dumps({"pods": pods, "nodeClaims": claims, "events": events}))
-    return summarize(pods, claims, events)
+    return summarize(pods, claims, events) if found is not None else {}
 
 
 def summarize(pods: list[Object], claims: list[Object], events: list[Object]) -> dict[str, Any]:
