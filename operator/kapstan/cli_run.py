@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import signal
 import sys
 
 import click
@@ -12,6 +14,8 @@ from kapstan.controllers.manager import Manager, Options, StartupError, connect
 from kapstan.controllers.nodeclaim import Timeouts
 from kapstan.controllers.state import ClusterRef
 from kapstan.observability import logging as logs
+
+log = logging.getLogger(__name__)
 
 
 @click.command("run")
@@ -118,5 +122,22 @@ def run_command(
 
 
 async def _run(options: Options) -> None:
-    workload, management = await connect(options)
-    await Manager(options, workload, management).run()
+    # SIGTERM (a pod's shutdown) ends the run as Ctrl-C does: the controllers are cancelled and the
+    # Lease is released, so a successor need not wait for it to expire.
+    main = asyncio.current_task()
+    assert main is not None
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        main.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        workload, management = await connect(options)
+        await Manager(options, workload, management).run()
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        log.info("terminated")

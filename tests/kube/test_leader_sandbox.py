@@ -23,8 +23,11 @@ CONFIG = LeaderConfig(lease_duration=3.0, renew_deadline=1.5, retry_period=0.2)
 class Candidate:
     """An elector whose ``lead`` records when it started and stopped leading."""
 
-    def __init__(self, client: Client, namespace: str, identity: str) -> None:
-        self.elector = LeaderElector(client, namespace, "kapstan", identity, CONFIG)
+    def __init__(self, client: Client, namespace: str, identity: str, kubeconfig: str) -> None:
+        # The renewal thread connects its own client, as kapstan run's does.
+        self.elector = LeaderElector(
+            client, namespace, "kapstan", identity, CONFIG, connect=lambda: Client.connect(kubeconfig)
+        )
         self.started: float | None = None
         self.stopped: float | None = None
         self.task = asyncio.create_task(self.elector.run(self._lead))
@@ -48,7 +51,10 @@ def test_one_leader_at_a_time_with_handover(sandbox: Sandbox) -> None:
 async def _scenario(kubeconfig: str) -> None:
     clients = [await Client.connect(kubeconfig) for _ in range(3)]
     namespace = await fresh_namespace(clients[0], "leader")
-    first, second = Candidate(clients[0], namespace, "first"), Candidate(clients[1], namespace, "second")
+    first, second = (
+        Candidate(clients[0], namespace, "first", kubeconfig),
+        Candidate(clients[1], namespace, "second", kubeconfig),
+    )
     await eventually("a leader", lambda: first.leading or second.leading)
     await asyncio.sleep(1.0)
     assert first.leading != second.leading, "exactly one candidate may lead"
@@ -70,7 +76,7 @@ async def _scenario(kubeconfig: str) -> None:
         raise ApiError("PUT leases: connection refused")
 
     follower.elector.client.replace = unreachable  # type: ignore[method-assign]
-    third = Candidate(clients[2], namespace, "third")
+    third = Candidate(clients[2], namespace, "third", kubeconfig)
     await eventually("the cut-off leader to step down", lambda: follower.stopped is not None, timeout=5.0)
     await eventually("the third candidate to lead", lambda: third.leading, timeout=5.0)
     assert follower.stopped is not None and third.started is not None

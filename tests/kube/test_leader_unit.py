@@ -1,10 +1,14 @@
 """Leader election decisions on a fake clock and an in-memory Lease: expiry is judged by the candidate's
-own observation time, the holder renews, and a racing update loses on the resourceVersion."""
+own observation time, the holder renews, and a racing update loses on the resourceVersion. The holder
+renews from a thread of its own, so a loop blocked past the renew deadline keeps the Lease, and one
+blocked past the lease duration loses it."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import threading
+import time
 from typing import Any
 
 from kapstan.kube.client import Resource
@@ -174,5 +178,72 @@ def test_a_renewal_the_api_server_does_not_answer_ends_leading_at_the_renew_dead
         await asyncio.wait_for(task, 1.0)
         assert stopped.is_set()
         assert not a.is_leader
+
+    asyncio.run(scenario())
+
+
+RENEWAL_THREAD = "lease ns/kapstan renewal"
+
+
+def _advance_blocked(clock: FakeClock, api: LeaseApi, elector: LeaderElector, seconds: float) -> None:
+    """Advance ``clock`` by ``seconds`` without letting the calling loop run (as a long computation on
+    it would), one retry period at a time, each time waiting (in real time) for the renewal thread to
+    renew or to stop renewing."""
+    while seconds > 0:
+        step = min(CONFIG.retry_period, seconds)
+        seconds -= step
+        version = api.version
+        clock.advance(step)
+        if step < CONFIG.retry_period:
+            time.sleep(0.1)  # not a renewal tick: give the thread a moment to do anything it would
+            continue
+        deadline = time.monotonic() + 5.0
+        while api.version == version and elector.is_leader:
+            assert time.monotonic() < deadline, "the renewal thread neither renewed nor stopped"
+            time.sleep(0.005)
+
+
+def test_a_loop_blocked_past_the_renew_deadline_keeps_the_lease() -> None:
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        (a,) = electors(api, clock, "a")
+        task, stopped = await _leading(a)
+        await _settle()
+        acquired = api.version
+        _advance_blocked(clock, api, a, CONFIG.renew_deadline + 1.0)
+        assert api.version == acquired + 5, "renewed at every retry period while the loop was blocked"
+        assert a.is_leader
+        await _settle()
+        assert not stopped.is_set() and not task.done()
+
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert stopped.is_set()
+        assert api.holder == "", "shutting down releases the Lease"
+        assert RENEWAL_THREAD not in {t.name for t in threading.enumerate()}, "the thread is joined"
+
+    asyncio.run(scenario())
+
+
+def test_a_loop_blocked_past_the_lease_duration_loses_the_lease() -> None:
+    """A wedged loop must not keep the Lease: the thread stops renewing once the loop's heartbeat is
+    older than the lease duration, and the loop steps down when it runs again."""
+
+    async def scenario() -> None:
+        api, clock = LeaseApi(), FakeClock()
+        a, b = electors(api, clock, "a", "b")
+        task, stopped = await _leading(a)
+        await _settle()
+        acquired = api.version
+        _advance_blocked(clock, api, a, CONFIG.lease_duration + CONFIG.retry_period)
+        assert api.version == acquired + 7, "renewals up to the lease duration, then none"
+        assert not a.is_leader
+        await asyncio.wait_for(task, 1.0)
+        assert stopped.is_set()
+        assert RENEWAL_THREAD not in {t.name for t in threading.enumerate()}
+
+        assert not await b.try_acquire_or_renew()  # a's Lease is left to expire, not released
+        clock.advance(CONFIG.lease_duration)
+        assert await b.try_acquire_or_renew()
 
     asyncio.run(scenario())

@@ -117,6 +117,8 @@ class Manager:
                     self.options.leader_election_id,
                     self.options.identity,
                     self.options.leader,
+                    # The renewal thread's own connection, on its own loop (kube/leader.py).
+                    connect=lambda: Client.connect(self.options.workload_kubeconfig),
                 )
                 await elector.run(self.lead)
             else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -24,6 +25,11 @@ class Clock(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
+    async def sleep_until(self, when: float) -> None:
+        """Until ``now()`` reaches ``when``: unlike ``sleep(when - now())``, time that passes between
+        reading the clock and sleeping is not slept again (a thread sleeping on another's clock)."""
+        ...
+
 
 class SystemClock:
     def now(self) -> float:
@@ -35,6 +41,9 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
 
+    async def sleep_until(self, when: float) -> None:
+        await asyncio.sleep(max(0.0, when - time.monotonic()))
+
 
 SYSTEM_CLOCK = SystemClock()
 
@@ -44,7 +53,10 @@ FAKE_WALL_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class FakeClock:
-    """Time stands still until ``advance``; sleepers wake, in deadline order, once it has passed."""
+    """Time stands still until ``advance``; sleepers wake, in deadline order, once it has passed.
+
+    Sleepers may wait on another thread's event loop (the leader's renewal thread): each is woken on
+    its own loop, so a test advancing the clock from its loop drives both."""
 
     def __init__(self, start: float = 1000.0, wall_start: datetime = FAKE_WALL_START) -> None:
         self._now = start
@@ -52,6 +64,7 @@ class FakeClock:
         self._wall_start = wall_start
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self._lock = threading.Lock()  # the heap is shared by every thread sleeping on this clock
 
     def now(self) -> float:
         return self._now
@@ -61,21 +74,47 @@ class FakeClock:
         return self._wall_start + timedelta(seconds=self._now - self._start)
 
     async def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
+        await self._sleep(seconds, relative=True)
+
+    async def sleep_until(self, when: float) -> None:
+        await self._sleep(when, relative=False)
+
+    async def _sleep(self, until: float, *, relative: bool) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._now + seconds, next(self._order), future))
-        await future
+        with self._lock:  # reading the time and joining the sleepers is one step for advance
+            due = self._now + until if relative else until
+            parked = due > self._now
+            if parked:
+                heapq.heappush(self._sleepers, (due, next(self._order), future))
+        if parked:
+            await future
+        else:
+            await asyncio.sleep(0)  # due already: still let the others run, as a sleep does
 
     def advance(self, seconds: float) -> None:
-        self._now += seconds
-        while self._sleepers and self._sleepers[0][0] <= self._now:
-            _, _, future = heapq.heappop(self._sleepers)
-            if not future.done():
-                future.set_result(None)
+        with self._lock:
+            self._now += seconds
+            due = []
+            while self._sleepers and self._sleepers[0][0] <= self._now:
+                due.append(heapq.heappop(self._sleepers)[2])
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        for future in due:
+            loop = future.get_loop()
+            if loop is here:
+                _wake(future)
+            elif not loop.is_closed():  # a sleeper left behind by a loop that has ended needs no waking
+                loop.call_soon_threadsafe(_wake, future)
 
     @property
     def sleepers(self) -> int:
         """How many coroutines are waiting on this clock (tests wait for a loop to reach its sleep)."""
-        return sum(1 for _, _, f in self._sleepers if not f.done())
+        with self._lock:
+            return sum(1 for _, _, f in self._sleepers if not f.done())
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -7,13 +7,22 @@ holder renews ``renewTime`` every ``retry_period``; the others try as often and 
 replicas does not matter). A holder that cannot renew within ``renew_deadline`` stops leading before
 anyone else may take over, because ``renew_deadline < lease_duration``. Updates carry the Lease's
 resourceVersion, so of two candidates racing for an expired Lease exactly one wins (the other gets 409).
+
+The Lease is kept by a thread of its own, with its own event loop and its own client (connection pool),
+as client-go's renewal has a goroutine of its own: on the operator's loop a renewal waited behind
+whatever held the loop, and at 3,000 pods it was not sent before the renew deadline three times in one
+run although the API server answered Lease requests in under a second (issue 14). So that a wedged loop
+cannot keep the Lease forever, the operator's loop stamps a heartbeat and the thread stops renewing once
+the heartbeat is older than the lease duration; the loop then steps down as soon as it runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,7 +59,11 @@ class LeaderElector:
         config: LeaderConfig | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        connect: Callable[[], Awaitable[Client]] | None = None,
     ) -> None:
+        """``connect`` makes the renewal thread's own client on its loop (a kube Client is bound to the
+        loop that first used it); without it the thread uses ``client``, which must not be bound to one
+        (the unit tests' in-memory Lease)."""
         self.client = client
         self.namespace = namespace
         self.name = name
@@ -60,6 +73,8 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self._renewed_at: float | None = None  # when we last held the Lease, by our clock
+        self._connect = connect
+        self._heartbeat = clock.now()  # when the caller's loop last ran, stamped there, read by the thread
 
     @property
     def is_leader(self) -> bool:
@@ -70,32 +85,79 @@ class LeaderElector:
     async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
         """Wait to become leader, run ``lead()`` while leading, and return when leadership is lost.
 
-        ``lead`` is cancelled when renewal fails for ``renew_deadline``; when ``run`` itself is cancelled
-        (shutdown), ``lead`` is cancelled and the Lease is released so a successor need not wait for it to
-        expire.
+        ``lead`` is cancelled when renewal fails for ``renew_deadline``, or when this loop was stuck for
+        longer than ``lease_duration`` (the thread stopped renewing meanwhile); when ``run`` itself is
+        cancelled (shutdown), ``lead`` is cancelled and the Lease is released so a successor need not
+        wait for it to expire, and the renewal thread is joined.
         """
-        while not await self.try_acquire_or_renew():
-            await self._clock.sleep(self.config.retry_period)
-        log.info("%s: %s is now the leader", self._what, self.identity)
-        task = asyncio.ensure_future(lead())
+        here = asyncio.get_running_loop()
+        leading: asyncio.Future[None] = here.create_future()
+        ended: asyncio.Future[None] = here.create_future()
+        keeper = _LoopThread(f"{self._what} renewal", lambda: self._keep(here, leading, ended))
+        beat = asyncio.ensure_future(self._beat())
+        keeper.start()
+        task: asyncio.Future[None] | None = None
         try:
-            while not task.done():
-                tick = asyncio.ensure_future(self._clock.sleep(self.config.retry_period))
-                await asyncio.wait([task, tick], return_when=asyncio.FIRST_COMPLETED)
-                tick.cancel()
-                if task.done():
-                    break
-                await self._renew_before_deadline()
-                if not self.is_leader:
-                    log.warning("%s: %s lost the lease", self._what, self.identity)
-                    break
+            await asyncio.wait([leading, ended], return_when=asyncio.FIRST_COMPLETED)
+            if not ended.done():
+                log.info("%s: %s is now the leader", self._what, self.identity)
+                task = asyncio.ensure_future(lead())
+                await asyncio.wait([task, ended], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            if self.is_leader:
-                await asyncio.shield(self.release())
-        if not task.cancelled():
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            beat.cancel()
+            await keeper.stop()  # releases the Lease on the thread if it still holds it
+        keeper.raise_failure()
+        if task is not None and not task.cancelled():
             task.result()  # re-raises what ``lead`` raised
+
+    async def _beat(self) -> None:
+        """Stamp the heartbeat the renewal thread checks, while this loop runs."""
+        while True:
+            self._heartbeat = self._clock.now()
+            await self._clock.sleep(self.config.retry_period / 2)
+
+    async def _keep(
+        self, caller: asyncio.AbstractEventLoop, leading: asyncio.Future[None], ended: asyncio.Future[None]
+    ) -> None:
+        """The renewal thread: acquire, tell the caller, renew until lost; when cancelled (shutdown),
+        release the Lease if it is still held. ``ended`` is done on the caller's loop however it ends."""
+        try:
+            if self._connect is not None:
+                self.client = await self._connect()
+            while not await self.try_acquire_or_renew():
+                await self._clock.sleep(self.config.retry_period)
+            caller.call_soon_threadsafe(_set_done, leading)
+            await self._renew_until_lost()
+        except asyncio.CancelledError:
+            if self.is_leader:
+                await self.release()
+            raise
+        finally:
+            caller.call_soon_threadsafe(_set_done, ended)
+
+    async def _renew_until_lost(self) -> None:
+        tick = self._renewed_at or self._clock.now()  # retry periods counted from the acquisition
+        while True:
+            tick += self.config.retry_period
+            await self._clock.sleep_until(tick)
+            tick = max(tick, self._clock.now())  # a late thread renews once, not once per missed tick
+            silent = self._clock.now() - self._heartbeat
+            if silent > self.config.lease_duration:
+                log.warning(
+                    "%s: %s stops renewing: its event loop has not run for %.1fs",
+                    self._what,
+                    self.identity,
+                    silent,
+                )
+                self._renewed_at = None
+                return
+            await self._renew_before_deadline()
+            if not self.is_leader:
+                log.warning("%s: %s lost the lease", self._what, self.identity)
+                return
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt; True if we hold the Lease afterwards. API errors count as a failed attempt."""
@@ -109,9 +171,10 @@ class LeaderElector:
         """One renewal, given up when the renew deadline passes while it waits on the API server, as
         client-go bounds each renewal by its deadline: the request timeout (30 s) is longer than the Lease,
         so an unbounded wait kept the controllers running after another replica could have taken over."""
-        left = (self._renewed_at or 0.0) + self.config.renew_deadline - self._clock.now()
         attempt = asyncio.ensure_future(self.try_acquire_or_renew())
-        deadline = asyncio.ensure_future(self._clock.sleep(left))
+        deadline = asyncio.ensure_future(
+            self._clock.sleep_until((self._renewed_at or 0.0) + self.config.renew_deadline)
+        )
         try:
             await asyncio.wait([attempt, deadline], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -193,3 +256,48 @@ class LeaderElector:
 def _micro_time() -> str:
     """A ``MicroTime`` as the API server writes it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _set_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _LoopThread:
+    """One coroutine run on a thread and event loop of its own; ``stop`` cancels it and joins the thread."""
+
+    def __init__(self, name: str, main: Callable[[], Coroutine[None, None, None]]) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._main = main
+        self._task: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._task = self._loop.create_task(self._main())
+            self._loop.run_until_complete(self._task)
+        except asyncio.CancelledError:
+            pass
+        except BaseException as failure:  # handed to the caller's loop by raise_failure
+            self._failure = failure
+        finally:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def stop(self) -> None:
+        with suppress(RuntimeError):  # the loop is closed: the coroutine has ended already
+            self._loop.call_soon_threadsafe(self._cancel)
+        await asyncio.to_thread(self._thread.join)
+
+    def raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
