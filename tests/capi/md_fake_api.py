@@ -114,8 +114,8 @@ def bump(obj: Object) -> None:
     obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
 
 
-def provider_of(api: FakeApi) -> MachineDeploymentProvider:
+def provider_of(api: FakeApi, gather: float = 0.0) -> MachineDeploymentProvider:
     client: Client = api  # type: ignore[assignment]  # duck-typed stand-in for the four calls used
     # The reads' cache stays empty: create and delete decide from what they list, not from it.
     cache = ManagementCache(client, "ns", "c")
-    return MachineDeploymentProvider(client, cache, machine_timeout=1.0, poll_interval=0.01)
+    return MachineDeploymentProvider(client, cache, machine_timeout=1.0, poll_interval=0.01, gather=gather)

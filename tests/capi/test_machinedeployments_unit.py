@@ -72,6 +72,29 @@ def test_concurrent_creates_for_one_md_take_one_replica_each() -> None:
     assert len(_scale_writes(api)) == 1, "three launches waiting together are one replicas increase"
 
 
+def _staggered_launches(api: FakeApi, gather: float) -> int:
+    """Five launches of one MD arriving 20 ms apart, as one plan's NodeClaims start theirs; the scale writes."""
+    provider = provider_of(api, gather=gather)
+
+    async def staggered() -> None:
+        async def launch(i: int) -> None:
+            await asyncio.sleep(0.02 * i)
+            await provider.create(LaunchRequest(f"c{i}", SOURCE))
+
+        await asyncio.gather(*(launch(i) for i in range(5)))
+
+    asyncio.run(staggered())
+    assert api.md["spec"]["replicas"] == 5
+    return len(_scale_writes(api))
+
+
+def test_an_idle_mds_first_round_gathers_the_launches_still_joining() -> None:
+    assert _staggered_launches(FakeApi(replicas=0, machines=[]), gather=0.05) == 1, "one write of +5"
+    assert _staggered_launches(FakeApi(replicas=0, machines=[]), gather=0.0) > 1, (
+        "without gathering: +1, then more"
+    )
+
+
 def test_a_create_that_timed_out_is_retried_without_scaling_again() -> None:
     api = FakeApi(replicas=0, machines=[])
     api.stamp = False

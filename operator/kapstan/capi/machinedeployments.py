@@ -19,7 +19,7 @@ from collections import defaultdict
 
 from kapstan.capi import contract as c
 from kapstan.capi.cache import ManagementCache
-from kapstan.capi.launches import CoalescedLaunches, MdKey
+from kapstan.capi.launches import GATHER, CoalescedLaunches, MdKey
 from kapstan.capi.mdapi import MachineDeploymentApi
 from kapstan.capi.provider import (
     BelowMinSize,
@@ -48,16 +48,23 @@ class MachineDeploymentProvider(CachedReads, TemplateRevisions, CloudProvider):
         *,
         machine_timeout: float = 60.0,
         poll_interval: float = 1.0,
+        gather: float = GATHER,
     ) -> None:
         """``machine_timeout``: how long ``create`` waits for the MachineSet to stamp a new Machine;
         ``poll_interval``: the longest between two looks at an MD while launches wait on it (a change the
-        informers show makes the next look sooner)."""
+        informers show makes the next look sooner); ``gather``: how long an idle MD's first round waits
+        for more launches (``launches.GATHER``)."""
         super().__init__(cache)
         self._client = client
         self._api = MachineDeploymentApi(client, entry_timeout=machine_timeout, poll_interval=poll_interval)
         self._locks: defaultdict[MdKey, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._launches = CoalescedLaunches(
-            self._api, self._locks, cache, machine_timeout=machine_timeout, poll_interval=poll_interval
+            self._api,
+            self._locks,
+            cache,
+            machine_timeout=machine_timeout,
+            poll_interval=poll_interval,
+            gather=gather,
         )
 
     async def create(self, request: LaunchRequest) -> LaunchedMachine:
