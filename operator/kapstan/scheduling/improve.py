@@ -254,7 +254,10 @@ def _repack(
     anchored = anchors.checks(scheduler, claims, groups)
     counts = constrained_counts(scheduler, pods, groups) if anchored else None
     take_off(scheduler, claims)
-    best: tuple[float, frozenset[str] | None] | None = None
+    # The cheapest move so far, its claims taken off and kept aside: placing its pods again once the
+    # strategies are all tried would give the same claims (the pass is deterministic and the plan is back
+    # where it was), at a placement per pod.
+    best: tuple[float, list[Claim]] | None = None
     for name in strategies:
         restrict = None if name is None else frozenset((name,))
         if budget.left <= 0:
@@ -267,10 +270,11 @@ def _repack(
         kept = counts is None or constrained_counts(scheduler, pods, groups) == counts
         take_off(scheduler, created)
         if kept and cost < before - SAVING and (best is None or cost < best[0]):
-            best = (cost, restrict)
-    if best is None or _replace(scheduler, order, best[1], budget, anchored, floors) is None:
+            best = (cost, created)
+    if best is None:
         put_back(scheduler, claims)
         return False
+    put_back(scheduler, tuple(best[1]))
     return True
 
 

@@ -22,7 +22,8 @@ use super::topology::{
 pub struct SpreadRule {
     pub group: usize,
     pub constraint: TopologySpreadConstraint,
-    pub universe: BTreeSet<String>,
+    /// Shared with the spread checks of the pods carrying the rule.
+    pub universe: Rc<BTreeSet<String>>,
 }
 
 #[derive(Default)]
@@ -41,7 +42,7 @@ pub struct TopologyCounts {
     carried: HashMap<usize, Vec<usize>>,
     /// Hostname group -> number of planned claims holding at least one of its pods.
     pub claims_holding: HashMap<usize, i64>,
-    universes: HashMap<UniverseKey, BTreeSet<String>>,
+    universes: HashMap<UniverseKey, Rc<BTreeSet<String>>>,
     selecting: HashMap<usize, Rc<[usize]>>,
     /// Groups by the first label their selector matches (key, then value), and those matching none:
     /// a pod can only be counted by a group under one of its own labels or by one of those, so
@@ -124,21 +125,21 @@ impl TopologyCounts {
         pod: &Pod,
         constraint: &TopologySpreadConstraint,
         nodes: &Option<NodeFilter>,
-    ) -> BTreeSet<String> {
+    ) -> Rc<BTreeSet<String>> {
         let key = UniverseKey::of(pod, constraint, nodes);
         if let Some(found) = self.universes.get(&key) {
             return found.clone();
         }
-        let found = spread_universe(snapshot, pod, constraint);
+        let found = Rc::new(spread_universe(snapshot, pod, constraint));
         self.universes.insert(key, found.clone());
         found
     }
 
     /// Create every group any pod's constraints mention, and the hard spread rules of the pending pods
     /// (`pods` in arena order, the pending ones from `first_pending`; a bound pod's constraints were
-    /// checked when it was scheduled).
+    /// checked when it was scheduled). A rule takes the group just made for its constraint.
     pub fn register(&mut self, snapshot: &Snapshot, pods: &[&Pod], first_pending: usize) {
-        for pod in pods {
+        for (id, pod) in pods.iter().enumerate() {
             for term in pod.affinity.iter().chain(&pod.anti_affinity) {
                 self.group_id(term_group(term));
             }
@@ -153,41 +154,42 @@ impl TopologyCounts {
                 let id = self.group_id(term_group(term));
                 self.anti_owners.entry(id).or_default();
             }
-            for constraint in &pod.spread {
-                self.group_id(spread_group(
-                    pod,
-                    constraint,
-                    spread_filter(pod, constraint),
-                ));
-            }
-        }
-        for (id, pod) in pods.iter().enumerate().skip(first_pending) {
             let mut carried = Vec::new();
             for constraint in &pod.spread {
-                if constraint.when_unsatisfiable != "DoNotSchedule" {
-                    continue;
-                }
                 let group = spread_group(pod, constraint, spread_filter(pod, constraint));
-                let universe = self.universe(snapshot, pod, constraint, &group.nodes);
-                let rule = SpreadRule {
-                    group: self.index[&group],
-                    constraint: constraint.clone(),
-                    universe,
-                };
-                let at = match self.rule_index.get(&rule) {
-                    Some(&at) => at,
-                    None => {
-                        let at = self.rules.len();
-                        self.rule_index.insert(rule.clone(), at);
-                        self.rules.push(rule);
-                        self.carriers.push(HashMap::default());
-                        at
-                    }
-                };
-                carried.push(at);
+                let hard = id >= first_pending && constraint.when_unsatisfiable == "DoNotSchedule";
+                let universe = hard.then(|| self.universe(snapshot, pod, constraint, &group.nodes));
+                let group = self.group_id(group);
+                if let Some(universe) = universe {
+                    carried.push(self.rule_id(group, constraint, universe));
+                }
             }
-            self.carried.insert(id, carried);
+            if id >= first_pending {
+                self.carried.insert(id, carried);
+            }
         }
+    }
+
+    /// The id of the hard spread rule, created on first sight.
+    fn rule_id(
+        &mut self,
+        group: usize,
+        constraint: &TopologySpreadConstraint,
+        universe: Rc<BTreeSet<String>>,
+    ) -> usize {
+        let rule = SpreadRule {
+            group,
+            constraint: constraint.clone(),
+            universe,
+        };
+        if let Some(&at) = self.rule_index.get(&rule) {
+            return at;
+        }
+        let at = self.rules.len();
+        self.rule_index.insert(rule.clone(), at);
+        self.rules.push(rule);
+        self.carriers.push(HashMap::default());
+        at
     }
 
     /// Ids of the groups that count this pod (`id` is the pod's arena id).
@@ -336,6 +338,11 @@ impl TopologyCounts {
         let counts = &self.counts[rule.group];
         let floor = min_count(&rule.constraint, &rule.universe, counts);
         counts.get(domain).copied().unwrap_or(0) + self_match - floor <= rule.constraint.max_skew
+    }
+
+    /// The hard spread rules of the pod's own constraints (`id` is its arena id; none for a bound pod).
+    pub fn carried_by(&self, id: usize) -> &[usize] {
+        self.carried.get(&id).map_or(&[], Vec::as_slice)
     }
 
     pub fn carriers_there(&self, rule: usize, domain: &str) -> bool {

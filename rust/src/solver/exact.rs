@@ -175,7 +175,7 @@ fn probe(
         .ok()?;
     let index = s.claims[at].index;
     if let Some(second) = second {
-        if s.try_claim(at, second, false).is_err() {
+        if !s.try_claim(at, second, false) {
             drop(take_off(s, &[index]));
             return None;
         }
@@ -382,7 +382,7 @@ fn materialise(
                         .is_some(),
                     Some(index) => {
                         let at = s.position(index).expect("created claim");
-                        s.try_claim(at, &checks[&pod], false).is_ok()
+                        s.try_claim(at, &checks[&pod], false)
                     }
                 };
                 if !placed {

@@ -149,13 +149,10 @@ impl Claim {
         flavors: &'a [Rc<Flavor>],
         reqs: &'a Reqs,
     ) -> Vec<Option<String>> {
-        if key == HOSTNAME {
-            return vec![Some(self.hostname.clone())];
+        if let Some(known) = self.known_domain(key, reqs) {
+            return vec![Some(known.to_string())];
         }
         let req: Option<&Requirement> = reqs.get(key);
-        if let Some(pinned) = req.and_then(|r| r.single_value()) {
-            return vec![Some(pinned.to_string())];
-        }
         if OFFERING_KEYS.contains(&key)
             || flavors.iter().any(|f| lookup(&f.it.labels, key).is_some())
         {
@@ -191,19 +188,24 @@ impl Claim {
         vec![req.and_then(carried_value)]
     }
 
+    /// The claim's domain of `key` when it has only one under `reqs`: its hostname, or the value `reqs`
+    /// pin the key to. The first answer of `domain_options`, without building its list.
+    pub fn known_domain<'a>(&'a self, key: &str, reqs: &'a Reqs) -> Option<&'a str> {
+        if key == HOSTNAME {
+            return Some(&self.hostname);
+        }
+        reqs.get(key).and_then(|r| r.single_value())
+    }
+
     pub fn domain(&self, key: &str) -> Option<String> {
         self.domain_of(key).map(Cow::into_owned)
     }
 
     /// `domain`, borrowed where the claim holds the value itself.
     pub fn domain_of(&self, key: &str) -> Option<Cow<'_, str>> {
-        // The two common answers of `domain_options`, without building its list: every placed pod
-        // is counted through here.
-        if key == HOSTNAME {
-            return Some(Cow::Borrowed(&self.hostname));
-        }
-        if let Some(pinned) = self.requirements.get(key).and_then(|r| r.single_value()) {
-            return Some(Cow::Borrowed(pinned));
+        // Every placed pod is counted through here: most keys are known without building a list.
+        if let Some(known) = self.known_domain(key, &self.requirements) {
+            return Some(Cow::Borrowed(known));
         }
         let options = self.domain_options(key, &self.flavors, &self.requirements);
         if options.len() == 1 {

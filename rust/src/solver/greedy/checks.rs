@@ -26,7 +26,8 @@ pub struct Checks {
     /// Shared: the cost pass copies a pod's checks to anchor them, and the spread checks (selector,
     /// domains) are their largest part.
     pub spread: Rc<[SpreadCheck]>,
-    /// Ids of the hard spread rules whose group counts this pod.
+    /// Ids of the hard spread rules whose group counts this pod, but the pod's own: its spread checks
+    /// test those (same group, constraint and domains, the pod counted), and first.
     pub rules: Vec<usize>,
     pub affinity: Vec<AffinityCheck>,
     pub anti: Vec<AntiCheck>,
@@ -43,7 +44,7 @@ pub struct SpreadCheck {
     /// The topology group that counts the pods the constraint selects.
     pub group: usize,
     /// The domains the skew is measured over.
-    pub universe: BTreeSet<String>,
+    pub universe: Rc<BTreeSet<String>>,
     /// 1 when the pod counts towards its own constraint, else 0.
     pub self_match: i64,
 }
@@ -155,12 +156,31 @@ impl Scheduler<'_> {
         }
     }
 
-    /// The pod's spread constraints under these preferences, each with its group and domains.
+    /// The pod's spread constraints under these preferences, each with its group and domains. A
+    /// pending pod's hard ones are its own rules, made with their groups and domains when the topology
+    /// registered it: only the soft ones (ScheduleAnyway, still enforced) are worked out here.
     fn spread_checks(&mut self, pod_id: usize, prefs: &Preferences) -> Vec<SpreadCheck> {
         let pod = &self.pods[pod_id];
         let topo = &mut self.topology;
-        let mut spread = Vec::new();
-        for constraint in prefs.spread(pod) {
+        let own = topo.carried_by(pod_id);
+        let mut spread: Vec<SpreadCheck> = own
+            .iter()
+            .map(|&r| {
+                let rule = &topo.rules[r];
+                SpreadCheck {
+                    constraint: rule.constraint.clone(),
+                    group: rule.group,
+                    universe: rule.universe.clone(),
+                    self_match: i64::from(topo.groups[rule.group].selects(pod)),
+                }
+            })
+            .collect();
+        let rest = if own.is_empty() {
+            prefs.spread(pod)
+        } else {
+            prefs.spread_anyway.clone()
+        };
+        for constraint in rest {
             let group = spread_group(pod, &constraint, spread_filter(pod, &constraint));
             let gid = topo.id_of(&group);
             let universe = topo.universe(self.snapshot, pod, &constraint, &group.nodes);
@@ -175,14 +195,17 @@ impl Scheduler<'_> {
         spread
     }
 
-    /// The spread rules of pending pods whose group counts this pod (kept per pod: they never change).
+    /// The spread rules of pending pods whose group counts this pod, its own left out (kept per pod:
+    /// they never change). A rule of its own allows a domain whenever its spread check does, and that
+    /// check comes first: asking the rule too cost a tenth of every placement's topology checks.
     fn rules_counting(&mut self, pod_id: usize) -> Vec<usize> {
         let pod = &self.pods[pod_id];
         let topo = &mut self.topology;
         if let std::collections::hash_map::Entry::Vacant(slot) = self.rules_of.entry(pod_id) {
             let selecting: BTreeSet<usize> = topo.selecting(pod_id, pod).iter().copied().collect();
+            let own = topo.carried_by(pod_id);
             let rules = (0..topo.rules.len())
-                .filter(|&r| selecting.contains(&topo.rules[r].group))
+                .filter(|&r| selecting.contains(&topo.rules[r].group) && !own.contains(&r))
                 .collect();
             slot.insert(rules);
         }

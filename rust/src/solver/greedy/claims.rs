@@ -170,13 +170,10 @@ impl Scheduler<'_> {
             .record(pod_id, self.pods[pod_id], &domain, &taints, 1, true);
     }
 
-    /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor).
-    pub fn try_claim(
-        &mut self,
-        claim_at: usize,
-        checks: &Checks,
-        keep_flavor: bool,
-    ) -> Result<(), String> {
+    /// Add the pod to the claim if it fits (with `keep_flavor`, only if the claim keeps its flavor);
+    /// whether it did. Every caller only asks whether, and most claims turn most pods away, so the
+    /// refusal is worded nowhere (`evaluate` says why for a new claim).
+    pub fn try_claim(&mut self, claim_at: usize, checks: &Checks, keep_flavor: bool) -> bool {
         let claim = &self.claims[claim_at];
         if keep_flavor
             && !res::dense_fits(
@@ -185,17 +182,19 @@ impl Scheduler<'_> {
                 &claim.chosen().net_dense,
             )
         {
-            return Err("it would need a bigger flavor".into());
+            return false;
         }
         if !self.might_take(claim, checks) {
-            return Err("no room".into());
+            return false;
         }
-        let addition = self.evaluate(claim, checks)?;
+        let Ok(addition) = self.evaluate(claim, checks) else {
+            return false;
+        };
         if keep_flavor && addition.flavors[0].name() != claim.chosen().name() {
-            return Err("it would need a bigger flavor".into());
+            return false;
         }
         self.commit(claim_at, checks.pod, addition);
-        Ok(())
+        true
     }
 
     /// Open a claim in the pool for the pod (held to the flavors `restrict` names, if any); the claim's
@@ -219,7 +218,7 @@ impl Scheduler<'_> {
         let start = match cached {
             Some(found) => found,
             None => {
-                let found = self.roomy(&opening, checks, restrict);
+                let found = self.roomy(view_at, &opening, checks, restrict);
                 opening.roomy.borrow_mut().insert(key, found.clone());
                 found
             }
@@ -227,12 +226,14 @@ impl Scheduler<'_> {
         let Some(Start { flavors, max_net }) = start else {
             return Err(self.opening_failure(&opening, checks, view_at, restrict));
         };
-        let view = &self.pools[view_at];
+        // The claim starts from the pool's requirements merged with the pod's, worked out once per
+        // opening: merging the pod's requirements into them again narrows nothing (intersecting is
+        // idempotent), where merging them into the pool's alone was a fifth of opening a claim.
         let claim = Claim::new(
             self.next_index,
             view_at,
-            &view.pool.name,
-            view.base.clone(),
+            &self.pools[view_at].pool.name,
+            opening.merged.clone(),
             flavors,
             max_net,
         );
@@ -269,11 +270,20 @@ impl Scheduler<'_> {
     }
 
     /// The compatible flavors a new claim for the pod starts from: held to `restrict`'s flavors, tolerated,
-    /// with room for the pod on an empty node; with their `max_net`. None when there is none.
-    fn roomy(&self, opening: &Opening, checks: &Checks, restrict: Restrict) -> Option<Start> {
+    /// with room for the pod on an empty node; with their `max_net`. None when there is none. In price
+    /// order under the merged requirements when their zone or capacity type differs from the pool's
+    /// (whose order the pool's flavors have), as `evaluate` would sort them for a claim starting from
+    /// the pool's requirements.
+    fn roomy(
+        &self,
+        view_at: usize,
+        opening: &Opening,
+        checks: &Checks,
+        restrict: Restrict,
+    ) -> Option<Start> {
         let pod = &self.pods[checks.pod];
         let request = &self.requests[checks.pod];
-        let roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
+        let mut roomy = FlavorList::shared(opening.compatible.clone(), 0).filtered(|f| {
             allowed(restrict, f)
                 && untolerated(&pod.tolerations, &f.it.taints, checks.prefer).is_none()
                 && f.ports_free(pod)
@@ -284,6 +294,13 @@ impl Scheduler<'_> {
         });
         if roomy.is_empty() {
             return None;
+        }
+        let base = &self.pools[view_at].base;
+        if OFFERING_KEYS
+            .iter()
+            .any(|k| opening.merged.get(k) != base.get(k))
+        {
+            roomy.sort_by_price(&opening.merged);
         }
         let max_net = most_net(&roomy);
         Some(Start {

@@ -53,12 +53,7 @@ impl Scheduler<'_> {
             let key = checks.keys[at].as_str();
             // A key with one domain already (the claim's hostname, a pinned value) has nothing to
             // choose: its one option passes or is the reason, without building the lists below.
-            let known = if key == HOSTNAME {
-                Some(claim.hostname.as_str())
-            } else {
-                merged.get(key).and_then(|r| r.single_value())
-            };
-            if let Some(value) = known {
+            if let Some(value) = claim.known_domain(key, &merged) {
                 if let Some(problem) = self.domain_problem(checks, key, Some(value)) {
                     return Err(problem.to_string());
                 }

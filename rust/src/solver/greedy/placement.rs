@@ -40,13 +40,13 @@ impl Scheduler<'_> {
             self.sync_room();
             let mut from = 0;
             while let Some(c) = self.room.first_fit(from, &self.requests[checks.pod]) {
-                if self.try_claim(c, checks, true).is_ok() {
+                if self.try_claim(c, checks, true) {
                     return Ok(());
                 }
                 from = c + 1;
             }
             for c in 0..self.claims.len() {
-                if self.try_claim(c, checks, false).is_ok() {
+                if self.try_claim(c, checks, false) {
                     return Ok(());
                 }
             }

@@ -267,11 +267,9 @@ impl Pass<'_> {
         for &pod in order {
             self.budget -= 1;
             let checks = Self::checks_of(s, pod, anchored);
-            // `might_take` first: `try_claim` asks it too, but words its refusal in a new String, and
-            // most created claims refuse most pods.
             let joined = (first..first + created.len()).position(|at| {
                 debug_assert_eq!(s.claims[at].index, created[at - first]);
-                s.might_take(&s.claims[at], &checks) && s.try_claim(at, &checks, false).is_ok()
+                s.try_claim(at, &checks, false)
             });
             let total = |prices: &[f64]| prices.iter().fold(0.0, |acc, p| acc + p);
             match joined {
@@ -321,7 +319,10 @@ impl Pass<'_> {
         let anchored = self.anchors.checks(s, indexes, self.groups);
         let counts = (!anchored.is_empty()).then(|| constrained_counts(s, &pods, self.groups));
         let taken = take_off(s, indexes);
-        let mut best: Option<(f64, Option<String>)> = None;
+        // The cheapest move so far, its claims taken off and kept aside: placing its pods again once
+        // the strategies are all tried would give the same claims (the pass is deterministic and the
+        // plan is back where it was), at a placement per pod.
+        let mut best: Option<(f64, ClaimList)> = None;
         for restrict in strategies {
             if self.budget <= 0 {
                 break;
@@ -339,24 +340,16 @@ impl Pass<'_> {
             let kept = counts
                 .as_ref()
                 .is_none_or(|c| *c == constrained_counts(s, &pods, self.groups));
-            drop(take_off(s, &created));
+            let placed = take_off(s, &created);
             if kept && cost < before - SAVING && best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, restrict));
+                best = Some((cost, placed));
             }
         }
-        let Some((_, restrict)) = best else {
+        let Some((_, placed)) = best else {
             put_back(s, taken);
             return false;
         };
-        let one = restrict.as_deref();
-        let held = one.as_ref().map(std::slice::from_ref);
-        if self
-            .replace(s, &order, held, &anchored, f64::INFINITY, 0.0)
-            .is_none()
-        {
-            put_back(s, taken);
-            return false;
-        }
+        put_back(s, placed);
         s.removed.extend(taken);
         true
     }
