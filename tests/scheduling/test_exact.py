@@ -63,9 +63,14 @@ def test_labels_no_selector_reads_do_not_split_a_shape(engine: str) -> None:
     assert plan.total_price_per_hour == pytest.approx(58.9)
 
 
-def shape_names(snap: Snapshot) -> list[list[str]]:
+def placed_scheduler(snap: Snapshot) -> Scheduler:
     scheduler = Scheduler(snap)
     scheduler.schedule()
+    return scheduler
+
+
+def shape_names(snap: Snapshot) -> list[list[str]]:
+    scheduler = placed_scheduler(snap)
     pending = [p for c in scheduler.claims for p in c.pods]
     return sorted(sorted(p.name for p in shape) for shape in exact._shapes(scheduler, pending))
 
@@ -88,6 +93,20 @@ def test_a_key_a_match_expression_reads_counts_too() -> None:
     pods.append(make_pod("guard", 1, labels={"app": "x"}, anti_affinity=(anti,)))
     snap = snapshot(pods, (make_flavor("a", 8, 64 * GI, price=7.0),))
     assert shape_names(snap) == [["a-0", "a-1"], ["b-0", "b-1"], ["guard"]]
+
+
+def test_a_terminating_pod_is_a_shape_of_its_own_in_both_engines() -> None:
+    # The 25 pods in eight namespaces are eight shapes; one of them terminating makes nine, over
+    # the search's eight, in Python (which compares every field of the pod). Rust compared a list of
+    # fields without `terminating`, kept eight shapes and bought 7 A + 1 B (58.9/h) where Python kept the
+    # cost pass's 3 A + 4 B (60.6/h) (the twin: rust/src/solver/exact_tests.rs).
+    snap = one_dimension()
+    pods = tuple(replace(p, namespace=f"ns-{i % 8}", terminating=i == 0) for i, p in enumerate(snap.pods))
+    snap = replace(snap, pods=pods)
+    assert len(exact._shapes(placed_scheduler(snap), list(snap.pods))) == 9
+    rust, python = solve(snap, "rust"), solve(snap, "python")
+    assert rust.node_claims == python.node_claims
+    assert rust.total_price_per_hour == pytest.approx(60.6)
 
 
 def test_anti_affine_pods_get_a_node_each_at_the_cheapest_price(engine: str) -> None:

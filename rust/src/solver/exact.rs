@@ -8,16 +8,16 @@
 //! the cover is placed with the same checks and kept only when every pod finds its place and it is
 //! strictly cheaper. Only pods whose constraints stay on their own node take part (see `exact.py`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::anchored::{constrained_groups, is_constrained};
 use super::exact_search::{patterns, Column, Pattern, Search, MAX_SHAPES, SAVING};
+use super::exact_shapes::shapes;
 use super::greedy::{biggest_first, Checks, Scheduler};
 use super::improve::{put_back, take_off};
-use super::model::{Pod, HOSTNAME};
-use super::preferences::Preferences;
+use super::model::HOSTNAME;
 use super::resources as res;
 
 const MAX_PODS: usize = 60;
@@ -87,78 +87,6 @@ fn local(checks: &Checks) -> bool {
             .iter()
             .chain(&checks.symmetric_anti)
             .all(|a| a.key == HOSTNAME)
-}
-
-/// How far a pod's preferences were relaxed: equal pods at equal levels enforce the same ones.
-fn level(prefs: &Preferences) -> [usize; 6] {
-    [
-        prefs.required_index,
-        prefs.preferred_node.len(),
-        prefs.preferred_affinity.len(),
-        prefs.preferred_anti_affinity.len(),
-        prefs.spread_anyway.len(),
-        usize::from(prefs.tolerate_prefer_no_schedule),
-    ]
-}
-
-/// The label keys some selector of the problem reads: every group the topology counts, which holds
-/// the spread and (anti-)affinity selectors, preferred or required, of the pending pods and of those
-/// on existing nodes. Any other label tells pods apart for no constraint.
-fn read_keys(s: &Scheduler) -> BTreeSet<String> {
-    s.topology
-        .groups
-        .iter()
-        .flat_map(|g| {
-            let selector = &g.selector;
-            let matched = selector.match_labels.iter().map(|(k, _)| k);
-            matched.chain(selector.match_expressions.iter().map(|e| &e.key))
-        })
-        .cloned()
-        .collect()
-}
-
-/// The pod's labels some selector reads, by key: pods that differ only in the others are alike.
-fn read_labels<'p>(pod: &'p Pod, read: &BTreeSet<String>) -> BTreeMap<&'p str, &'p str> {
-    pod.labels
-        .iter()
-        .filter(|(k, _)| read.contains(k))
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect()
-}
-
-/// Every field but the name and the labels no selector reads.
-fn same_pod(a: &Pod, b: &Pod, read: &BTreeSet<String>) -> bool {
-    a.namespace == b.namespace
-        && a.requests == b.requests
-        && read_labels(a, read) == read_labels(b, read)
-        && a.node_selector == b.node_selector
-        && a.required_terms == b.required_terms
-        && a.preferred_terms == b.preferred_terms
-        && a.affinity == b.affinity
-        && a.preferred_affinity == b.preferred_affinity
-        && a.anti_affinity == b.anti_affinity
-        && a.preferred_anti_affinity == b.preferred_anti_affinity
-        && a.tolerations == b.tolerations
-        && a.spread == b.spread
-        && a.host_ports == b.host_ports
-}
-
-/// The pods grouped by shape, shapes in the order their first pod comes.
-fn shapes(s: &Scheduler, pods: &[usize]) -> Vec<Vec<usize>> {
-    let read = read_keys(s);
-    let mut shapes: Vec<Vec<usize>> = Vec::new();
-    for &pod in pods {
-        let mine = level(&s.placed_prefs[&pod]);
-        let found = shapes.iter().position(|shape| {
-            same_pod(s.pods[shape[0]], s.pods[pod], &read)
-                && level(&s.placed_prefs[&shape[0]]) == mine
-        });
-        match found {
-            Some(at) => shapes[at].push(pod),
-            None => shapes.push(vec![pod]),
-        }
-    }
-    shapes
 }
 
 /// A claim of the column holding the first pod (and the second, if given), by index; the caller takes

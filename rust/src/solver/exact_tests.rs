@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::shapes;
+use crate::solver::exact_shapes::shapes;
 use crate::solver::greedy::Scheduler;
 use crate::solver::solve;
 use crate::solver::test_support::{flavor, pod, snapshot};
@@ -117,4 +117,30 @@ fn a_key_a_match_expression_reads_counts_too() {
         names,
         [vec!["a-0", "a-1"], vec!["b-0", "b-1"], vec!["guard"]]
     );
+}
+
+#[test]
+fn a_terminating_pod_is_a_shape_of_its_own() {
+    // Python compares every field of the pod, `terminating` too (the twin: test_exact.py).
+    let mut leaving = pod("leaving", 1000);
+    leaving["terminating"] = json!(true);
+    let names = shape_names(vec![pod("staying", 1000), leaving]);
+    assert_eq!(names, [vec!["leaving"], vec!["staying"]]);
+}
+
+#[test]
+fn requests_in_another_order_are_the_same_shape() {
+    // Python compares requests as dicts, whatever their order.
+    let first = pod("first", 1000);
+    let mut second = pod("second", 1000);
+    let mut pairs: Vec<(String, Value)> = second["requests"]
+        .as_object()
+        .expect("requests")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    pairs.reverse();
+    second["requests"] = Value::Array(pairs.into_iter().map(|(k, v)| json!([k, v])).collect());
+    let names = shape_names(vec![first, second]);
+    assert_eq!(names, [vec!["first", "second"]]);
 }

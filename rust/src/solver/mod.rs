@@ -6,6 +6,7 @@ pub mod exact;
 pub mod exact_bounds;
 pub mod exact_patterns;
 pub mod exact_search;
+pub mod exact_shapes;
 pub mod flavor_test;
 pub mod flavors;
 pub mod greedy;
