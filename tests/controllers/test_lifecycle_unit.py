@@ -281,3 +281,38 @@ def test_a_provider_id_set_after_the_launch_is_copied_from_the_machine_and_queue
     assert queue.try_get() == name
     asyncio.run(lifecycle.reconcile(w.claim_now(name)))
     assert w.claim_now(name)["status"]["providerID"] == "fake://late"
+
+
+def test_a_daemonset_pod_bound_to_a_waiting_node_queues_its_claim_at_once() -> None:
+    """Registration waits for the agent's pod (DaemonSets first); its binding must bring the next look,
+    not the next poll, and other pods or an already registered Node must not."""
+    w = world()
+    _agent(w, [{"operator": "Exists"}])
+    lifecycle = _lifecycle(w)
+    controller = NodeClaimController(
+        w.state, w.provider, lifecycle, Terminator(w.state, w.provider, w.events)
+    )
+    launched = _launched(w, "c3-4")
+    name = launched["metadata"]["name"]
+    w.node("node-a", launched["status"]["providerID"])
+    assert _run(w, launched).requeue_after == DAEMONSET_POLL
+    queue = controller.controller.queue
+
+    def drain() -> None:
+        while (queued := queue.try_get()) is not None:
+            queue.done(queued)
+
+    def watched(pod: Object) -> None:  # the pods informer's watch shows it, handlers included
+        w.state.pods.handle({"type": "MODIFIED", "object": pod})
+
+    drain()
+    watched(w.pod("web-1", "node-a"))
+    assert queue.try_get() is None, "a workload pod is no DaemonSet's"
+    watched(w.pod("agent-x", "node-a", daemonset=True))
+    assert queue.try_get() == name
+    queue.done(name)
+    _run(w, launched)
+    assert cond.is_true(w.claim_now(name), REGISTERED)
+    drain()
+    watched(w.pod("agent-x", "node-a", daemonset=True))
+    assert queue.try_get() is None, "the Node is registered: nothing waits for its agent"

@@ -3,6 +3,7 @@ termination. One queue for both means one claim is never launched and terminated
 
 from __future__ import annotations
 
+from kapstan.api.wellknown import UNREGISTERED_TAINT_KEY
 from kapstan.capi.provider import CloudProvider, LaunchedMachine
 from kapstan.controllers.nodeclaim.lifecycle import Lifecycle
 from kapstan.controllers.nodeclaim.termination import Terminator
@@ -37,6 +38,7 @@ class NodeClaimController:
         self.controller = Controller("nodeclaim", self.reconcile, workers=workers, clock=clock)
         state.node_claims.add_handler(self.controller.enqueue)
         state.nodes.add_handler(self._on_node)
+        state.pods.add_handler(self._on_daemonset_pod)
         provider.on_change(self._on_machine)
 
     async def run(self) -> None:
@@ -53,6 +55,24 @@ class NodeClaimController:
     def _on_node(self, event: Event) -> None:
         for claim in self.cluster.claims_with_provider_id(event.object.get("spec", {}).get("providerID", "")):
             self.controller.queue.add(claim)
+
+    def _on_daemonset_pod(self, event: Event) -> None:
+        """A DaemonSet's pod bound to a Node that still has the unregistered taint: registration may be
+        waiting for it (DaemonSets first), and a binding is no event of the claim or its Node, so without
+        this the claim would wait for its next poll."""
+        pod = event.object
+        node_name = pod.get("spec", {}).get("nodeName")
+        if not node_name or not any(
+            owner.get("kind") == "DaemonSet" for owner in pod.get("metadata", {}).get("ownerReferences") or []
+        ):
+            return
+        node = self.state.nodes.store.get(node_name)
+        if node is None:
+            return
+        spec = node.get("spec", {})
+        if any(t.get("key") == UNREGISTERED_TAINT_KEY for t in spec.get("taints") or []):
+            for claim in self.cluster.claims_with_provider_id(spec.get("providerID", "")):
+                self.controller.queue.add(claim)
 
     def _on_machine(self, machine: LaunchedMachine) -> None:
         if machine.nodeclaim:

@@ -49,7 +49,8 @@ and is not bound yet. That pod waits in kube-scheduler's queue with every pendin
 took a minute and more to reach it in bench.live (up7-kcm-qps: 67 agents starved when the taint came off at
 30 s), and a Node untainted before then fills up with the pods the scheduler reaches first."""
 DAEMONSET_POLL = 1.0
-"""Seconds between looks while a Node waits for its DaemonSets (a pod binding is no NodeClaim event)."""
+"""Seconds between looks while a Node waits for its DaemonSets, besides the look a DaemonSet pod's binding
+to it brings (``NodeClaimController._on_daemonset_pod``)."""
 
 
 class Registration:
