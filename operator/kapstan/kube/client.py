@@ -10,10 +10,17 @@ for 5 s, by default, so every pause of more than 5 s between bursts (a batch win
 closed them all and the next burst paid a TLS handshake per connection again, and in a burst of more than
 20 requests (a fleet scale-up's launches, Events, evictions) the connections beyond the 20th were closed
 after one request; TLS handshakes were about a tenth of the operator's CPU at 1,000 pods (issue 14).
+But the pool is not free either: httpcore looks at every connection it holds, polling each idle one's
+socket and counting the idle ones once for each, whenever a request is added or done, and at every
+queued request again. With room for 256 connections that was 11% of the operator's loop at 3,000 pods.
+So the pool holds what runs at once and no more, and requests beyond ``REQUEST_CONCURRENCY`` wait on a
+semaphore rather than in httpcore's queue. (HTTP/2, one multiplexed connection as client-go has, costs
+more CPU a request here: its framing is pure Python.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -29,8 +36,16 @@ from kapstan.kube.errors import ApiError, translate
 
 Object = dict[str, Any]
 
-POOL_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=256, keepalive_expiry=300.0)
-"""Connections kept open to one API server: as many as requests run at once, idle ones for 5 minutes."""
+REQUEST_CONCURRENCY = 32
+"""Requests (watches aside) one cluster's client has in flight at once; the others wait their turn."""
+WATCH_CONNECTIONS = 16
+"""Room in the pool for the informers' watches (13 at most, on one client), each holding a connection."""
+POOL_LIMITS = httpx.Limits(
+    max_connections=REQUEST_CONCURRENCY + WATCH_CONNECTIONS,
+    max_keepalive_connections=REQUEST_CONCURRENCY + WATCH_CONNECTIONS,
+    keepalive_expiry=300.0,
+)
+"""Connections kept open to one API server: as many as run at once, idle ones for 5 minutes."""
 
 
 REAUTHENTICATIONS_WAITED = 100
@@ -120,9 +135,16 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 class Client:
     """A cluster's API server; build one with ``await Client.connect(kubeconfig)`` and share it."""
 
-    def __init__(self, api: kr8s.asyncio.Api, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        *,
+        request_timeout: float = 30.0,
+        in_flight: asyncio.Semaphore | None = None,
+    ) -> None:
         self._api = api
         self.request_timeout = request_timeout
+        self._in_flight = in_flight or asyncio.Semaphore(REQUEST_CONCURRENCY)  # one per pool
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, request_timeout: float = 30.0) -> Client:
@@ -138,7 +160,7 @@ class Client:
     def read_only(self) -> Client:
         """The same connection, refusing every request but GET (watches are GETs too): for commands that
         promise to write nothing, so a controller's write path reached by mistake fails, never writes."""
-        return ReadOnlyClient(self._api, request_timeout=self.request_timeout)
+        return ReadOnlyClient(self._api, request_timeout=self.request_timeout, in_flight=self._in_flight)
 
     async def request(
         self,
@@ -156,16 +178,19 @@ class Client:
         url = "/".join(part for part in (resource.plural, name, subresource) if part)
         what = " ".join(p for p in (method, resource.plural, _display(namespace, name), subresource) if p)
         with translate(what):
-            async with self._api.call_api(
-                method,
-                version=resource.api_version,
-                namespace=namespace if resource.namespaced else None,
-                url=url,
-                params=params,
-                content=json.dumps(body) if body is not None else None,
-                headers={"Content-Type": content_type},
-                timeout=self.request_timeout,
-            ) as response:
+            async with (
+                self._in_flight,
+                self._api.call_api(
+                    method,
+                    version=resource.api_version,
+                    namespace=namespace if resource.namespaced else None,
+                    url=url,
+                    params=params,
+                    content=json.dumps(body) if body is not None else None,
+                    headers={"Content-Type": content_type},
+                    timeout=self.request_timeout,
+                ) as response,
+            ):
                 result: Object = response.json()
                 return result
 
@@ -176,9 +201,12 @@ class Client:
         kinds, so their plurals come from the server rather than from a table of ours.
         """
         with translate(f"discovering {api_version}"):
-            async with self._api.call_api(
-                "GET", version=api_version, url="", timeout=self.request_timeout
-            ) as response:
+            async with (
+                self._in_flight,
+                self._api.call_api(
+                    "GET", version=api_version, url="", timeout=self.request_timeout
+                ) as response,
+            ):
                 listing: Object = response.json()
         group, _, version = api_version.rpartition("/")
         return {
@@ -190,9 +218,12 @@ class Client:
     async def preferred_version(self, group: str) -> str:
         """The version the server prefers for ``group`` (``group/version``)."""
         with translate(f"discovering API group {group}"):
-            async with self._api.call_api(
-                "GET", version="", base=f"/apis/{group}", url="", timeout=self.request_timeout
-            ) as response:
+            async with (
+                self._in_flight,
+                self._api.call_api(
+                    "GET", version="", base=f"/apis/{group}", url="", timeout=self.request_timeout
+                ) as response,
+            ):
                 found: Object = response.json()
         return str(found["preferredVersion"]["groupVersion"])
 
