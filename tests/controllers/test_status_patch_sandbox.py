@@ -1,6 +1,6 @@
 """The status writes that test the condition list they replace (``conditions.status_patch``) against the
-sandbox's real API server: the NodePool status controller's ``write_status`` and disruption's
-``Consolidatable`` condition on a NodeClaim. An object created without a status gets one; a write since the
+sandbox's real API server: the NodePool status controller's ``write_status``, disruption's
+``Consolidatable`` condition on a NodeClaim and the NodeClaim lifecycle's status write. An object created without a status gets one; a write since the
 read that leaves the conditions alone (a label, ``status.resources``, ``lastPodEventTime``) does not refuse
 the patch; a condition written since does (a failed test), and is kept."""
 
@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from controllers.controller_helpers import cleanup, cluster_state, connect, unique
-from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED
+from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED, LAUNCHED, REGISTERED
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim.liveness import Steps, Timeouts
 from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.status import write_status
 from kapstan.kube.client import Client, Object
+from kapstan.kube.clock import SYSTEM_CLOCK
 from kapstan.kube.errors import ApiError
+from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS, NODEPOOLS
 from kapstan.local import Sandbox, article
 from kapstan.scheduling.model import PlannedNodeClaim, Snapshot
@@ -79,19 +82,56 @@ def test_the_pool_status_write_passes_other_writes_since_its_read_and_keeps_a_co
     asyncio.run(scenario())
 
 
+def _claim_body(name: str) -> Object:
+    """A NodeClaim as the provisioner writes it, without its pool (not created: no uid to own it by)."""
+    pool = article.node_pool(unique("status-claims"), unique("status-class"), "status")
+    planned = PlannedNodeClaim(pool["metadata"]["name"], "c3-4", DEFAULT_ZONE, "on-demand", 1.0, ())
+    body = nodeclaim_manifest(planned, pool, Snapshot(pods=(), instance_types=(), node_pools=()))
+    body["metadata"].pop("generateName", None)
+    body["metadata"].pop("ownerReferences", None)
+    body["metadata"]["name"] = name
+    return body
+
+
+def test_the_lifecycle_status_write_passes_other_status_writes_and_keeps_a_condition_written_since(
+    sandbox: Sandbox,
+) -> None:
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        state = cluster_state(client, "default")
+        steps = Steps(state, EventRecorder(client), Timeouts(), SYSTEM_CLOCK)
+        name = unique("lifecycle-claim")
+        async with cleanup(client) as made:
+            read = await made.create(NODECLAIMS, _claim_body(name))
+            launched = {"providerID": "fake://a", "conditions": _condition(LAUNCHED)}
+            assert await steps.write_status(read, launched), "a claim without a status gets one"
+
+            read = await client.get(NODECLAIMS, name)
+            await _status_write(client, NODECLAIMS, name, {"lastPodEventTime": "2026-01-01T00:00:00Z"})
+            registered = cond.with_condition(cond.conditions_of(read), REGISTERED, cond.TRUE, REGISTERED)
+            assert await steps.write_status(read, {"nodeName": "node-a", "conditions": registered})
+            found = await client.get(NODECLAIMS, name)
+            assert _types(found) == [LAUNCHED, REGISTERED] and found["status"]["nodeName"] == "node-a"
+            assert found["status"]["lastPodEventTime"] == "2026-01-01T00:00:00Z", "the other write is kept"
+
+            read = found
+            consolidatable = cond.with_condition(cond.conditions_of(read), CONSOLIDATABLE, cond.TRUE, "Yes")
+            await _status_write(client, NODECLAIMS, name, {"conditions": consolidatable})
+            initialized = cond.with_condition(cond.conditions_of(read), INITIALIZED, cond.TRUE, INITIALIZED)
+            assert not await steps.write_status(read, {"conditions": initialized}), "refused"
+            assert _types(await client.get(NODECLAIMS, name)) == [CONSOLIDATABLE, LAUNCHED, REGISTERED]
+
+    asyncio.run(scenario())
+
+
 def test_a_nodeclaim_condition_patch_passes_other_status_writes_and_is_refused_by_a_condition_since(
     sandbox: Sandbox,
 ) -> None:
     async def scenario() -> None:
         client = await connect(sandbox)
-        pool = article.node_pool(unique("status-claims"), unique("status-class"), "status")
-        planned = PlannedNodeClaim(pool["metadata"]["name"], "c3-4", DEFAULT_ZONE, "on-demand", 1.0, ())
-        body = nodeclaim_manifest(planned, pool, Snapshot(pods=(), instance_types=(), node_pools=()))
-        body["metadata"].pop("generateName", None)
-        body["metadata"].pop("ownerReferences", None)  # the pool is not created: no uid to own it by
-        body["metadata"]["name"] = name = unique("status-claim")
+        name = unique("status-claim")
         async with cleanup(client) as made:
-            read = await made.create(NODECLAIMS, body)
+            read = await made.create(NODECLAIMS, _claim_body(name))
             assert "status" not in read, "created without one"
 
             async def consolidatable(claim: Object) -> None:

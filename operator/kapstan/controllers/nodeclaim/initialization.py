@@ -12,6 +12,7 @@ from kapstan.api.wellknown import INITIALIZED, INITIALIZED_LABEL, READY
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.controllers.nodeclaim.registration import same_taint
+from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODES
@@ -42,7 +43,8 @@ class Initialization:
         conditions = cond.conditions_of(claim)
         for kind in (INITIALIZED, READY):
             conditions = self.steps.condition(conditions, kind, cond.TRUE, kind)
-        await self.steps.write_status(claim, {"conditions": conditions})
+        if not await self.steps.write_status(claim, {"conditions": conditions}):
+            return Result(requeue_after=REREAD)
         log.info("initialized", extra={"nodeclaim": entry.name, "node": node_meta.name})
         await self.steps.events.emit(claim, "Normal", INITIALIZED, f"Node {node_meta.name} is ready")
         return Result()

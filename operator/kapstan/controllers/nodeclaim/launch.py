@@ -37,6 +37,7 @@ from kapstan.capi.provider import (
 from kapstan.catalog import FlavorSource
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim.liveness import Steps
+from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODECLAIMS
@@ -147,7 +148,8 @@ class Launch:
         if flavor is not None:
             status["capacity"] = _quantities(flavor.capacity)
             status["allocatable"] = _quantities(flavor.allocatable)
-        await self.steps.write_status(claim, status)
+        if not await self.steps.write_status(claim, status):
+            return Result(requeue_after=REREAD)  # the Machine is found again: the claim is on it
         log.info("launched", extra={"nodeclaim": name, "machine": ref})
         await self.steps.events.emit(
             claim, "Normal", LAUNCHED, f"Machine {ref} of {source.kind} {source.name}"

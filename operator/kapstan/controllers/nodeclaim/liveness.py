@@ -29,6 +29,7 @@ from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
 from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
@@ -64,10 +65,24 @@ class Steps:
         """``conditions`` with ``kind`` set, its transition time read from the injected clock."""
         return cond.with_condition(conditions, kind, status, reason, now=self.clock.wall())
 
-    async def write_status(self, claim: Object, status: Mapping[str, Any]) -> None:
-        await self.state.workload.patch(
-            NODECLAIMS, Meta.of(claim).name, {"status": dict(status)}, subresource="status"
-        )
+    async def write_status(self, claim: Object, status: Mapping[str, Any]) -> bool:
+        """Set the status members ``status`` of ``claim`` as read; False when a condition was written since
+        the read (the caller decides again from the informer's newer copy, after ``REREAD``).
+
+        A JSON patch testing the condition list it replaces (``conditions.status_patch``): disruption
+        writes ``Consolidatable`` into the same list, and a merge of the list from an older read dropped
+        it without a word. The other members have one writer each, so a write since the read that leaves
+        the conditions alone (disruption's ``lastPodEventTime``) does not refuse it."""
+        name = Meta.of(claim).name
+        patch = cond.status_patch(claim, status)
+        try:
+            await self.state.workload.patch(NODECLAIMS, name, patch, subresource="status", patch_type="json")
+        except ApiError as error:
+            if not error.test_failed:
+                raise
+            log.debug("conditions of nodeclaim %s changed meanwhile", name)
+            return False
+        return True
 
     async def give_up(
         self, claim: Object, reason: str, message: str, *, offering_failed: bool = False

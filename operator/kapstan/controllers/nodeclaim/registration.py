@@ -67,8 +67,8 @@ class Registration:
         machines = self.cluster.of_claim(claim).machines
         provider_id = next((m.provider_id for m in machines if m.provider_id), "")
         if provider_id:
-            await self.steps.write_status(claim, {"providerID": provider_id})
-            return Result()
+            written = await self.steps.write_status(claim, {"providerID": provider_id})
+            return Result() if written else Result(requeue_after=REREAD)
         return await self._check_timeout(claim)
 
     async def _register(self, claim: Object) -> Result:
@@ -94,7 +94,8 @@ class Registration:
         if not await patch_taints(self.steps.state.workload, node, taints, labels):
             return Result(requeue_after=REREAD)
         conditions = self.steps.condition(cond.conditions_of(claim), REGISTERED, cond.TRUE, REGISTERED)
-        await self.steps.write_status(claim, {"nodeName": node_name, "conditions": conditions})
+        if not await self.steps.write_status(claim, {"nodeName": node_name, "conditions": conditions}):
+            return Result(requeue_after=REREAD)
         await self.steps.pool_condition(claim, cond.TRUE, "NodeRegistered", "")
         await self.steps.offering_succeeded(claim)
         metrics.NODES_CREATED.labels(entry.pool).inc()
