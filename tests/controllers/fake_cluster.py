@@ -130,14 +130,13 @@ class FakeApi:
         current = self._find(resource, name, namespace)
         if patch_type == "json":
             updated = json_patch.apply(current, patch)
-            self.writes.append(Write("patch", resource.plural, name, patch, subresource))
-            return copy.deepcopy(self.put(resource, updated))
-        wanted = patch.get("metadata", {}).get("resourceVersion")
-        if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
-            raise ApiError(f"{resource.plural} {name}: conflict", status=409)
-        updated = copy.deepcopy(current)
-        meta = {k: v for k, v in patch.get("metadata", {}).items() if k != "resourceVersion"}
-        merge(updated, {**patch, "metadata": meta})
+        else:
+            wanted = patch.get("metadata", {}).get("resourceVersion")
+            if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
+                raise ApiError(f"{resource.plural} {name}: conflict", status=409)
+            updated = copy.deepcopy(current)
+            meta = {k: v for k, v in patch.get("metadata", {}).items() if k != "resourceVersion"}
+            merge(updated, {**patch, "metadata": meta})
         self.writes.append(Write("patch", resource.plural, name, patch, subresource))
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             self._informer(resource).store.delete(current)  # the last finalizer is off: it is gone

@@ -1,6 +1,7 @@
 """The status writes that test the condition list they replace (``conditions.status_patch``) against the
 sandbox's real API server: the NodePool status controller's ``write_status``, disruption's
-``Consolidatable`` condition on a NodeClaim and the NodeClaim lifecycle's status write. An object created without a status gets one; a write since the
+``Consolidatable`` condition on a NodeClaim, the NodeClaim lifecycle's status write and termination's
+finalizer removal (a JSON patch on the main resource, which a status write since does not refuse). An object created without a status gets one; a write since the
 read that leaves the conditions alone (a label, ``status.resources``, ``lastPodEventTime``) does not refuse
 the patch; a condition written since does (a failed test), and is kept."""
 
@@ -11,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from controllers.controller_helpers import cleanup, cluster_state, connect, unique
-from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED, LAUNCHED, REGISTERED
+from controllers.controller_helpers import cleanup, cluster_state, connect, provider_of, unique
+from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED, LAUNCHED, REGISTERED, TERMINATION_FINALIZER
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
+from kapstan.controllers.nodeclaim import Terminator
 from kapstan.controllers.nodeclaim.liveness import Steps, Timeouts
 from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.status import write_status
@@ -120,6 +122,40 @@ def test_the_lifecycle_status_write_passes_other_status_writes_and_keeps_a_condi
             initialized = cond.with_condition(cond.conditions_of(read), INITIALIZED, cond.TRUE, INITIALIZED)
             assert not await steps.write_status(read, {"conditions": initialized}), "refused"
             assert _types(await client.get(NODECLAIMS, name)) == [CONSOLIDATABLE, LAUNCHED, REGISTERED]
+
+    asyncio.run(scenario())
+
+
+def test_the_finalizer_comes_off_a_deleting_claim_despite_a_status_write_since_but_not_a_changed_list(
+    sandbox: Sandbox,
+) -> None:
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        state = cluster_state(client, "default")
+        terminator = Terminator(state, provider_of(state), EventRecorder(client))
+        other = "example.com/backup"
+
+        async def deleting(name: str) -> Object:
+            body = _claim_body(name)
+            body["metadata"]["finalizers"] = [TERMINATION_FINALIZER, other]
+            await made.create(NODECLAIMS, body)
+            await client.delete(NODECLAIMS, name)
+            return await client.get(NODECLAIMS, name)
+
+        async with cleanup(client) as made:
+            name = unique("finalizer-claim")
+            read = await deleting(name)
+            await _status_write(client, NODECLAIMS, name, {"lastPodEventTime": "2026-01-01T00:00:00Z"})
+            assert await terminator._remove_finalizer(read)
+            assert (await client.get(NODECLAIMS, name))["metadata"]["finalizers"] == [other]
+            await client.patch(NODECLAIMS, name, {"metadata": {"finalizers": None}})
+
+            name = unique("finalizer-claim")
+            read = await deleting(name)
+            await client.patch(NODECLAIMS, name, {"metadata": {"finalizers": [TERMINATION_FINALIZER]}})
+            assert not await terminator._remove_finalizer(read), "a finalizer list changed since refuses it"
+            assert (await client.get(NODECLAIMS, name))["metadata"]["finalizers"] == [TERMINATION_FINALIZER]
+            await client.patch(NODECLAIMS, name, {"metadata": {"finalizers": None}})
 
     asyncio.run(scenario())
 

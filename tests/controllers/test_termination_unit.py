@@ -9,6 +9,7 @@ from controllers.fake_cluster import World, world
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, TERMINATION_FINALIZER
 from kapstan.capi import MachineRef, Paused
 from kapstan.controllers.nodeclaim import TerminationTiming, Terminator
+from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
 from kapstan.kube.kinds import NODECLAIMS
@@ -104,3 +105,42 @@ def test_the_node_is_never_deleted_by_kapstan_only_its_machine() -> None:
     assert w.state.node_claims.store.get(name) is None
     assert w.api.writes_of("delete", "nodes") == []
     assert w.state.nodes.store.get("node-a") is not None  # left for CAPI, which deletes it with the Machine
+
+
+OTHER_FINALIZER = "example.com/backup"
+
+
+def _ready_to_release(w: World) -> str:
+    """A deleting claim whose Node is drained and whose Machine CAPI has removed: its finalizer comes off next."""
+    name = _deleting_claim_on_a_node(w)["metadata"]["name"]
+    _terminate(w, name)
+    _terminate(w, name)
+    w.provider.remove(MachineRef("capi", "md-c3-4-m"))
+    return str(name)
+
+
+def _pod_event_time_written(obj: Object) -> None:
+    obj["status"] = {**obj.get("status", {}), "lastPodEventTime": "2026-01-01T00:00:00Z"}
+
+
+def _finalizer_added(obj: Object) -> None:
+    if OTHER_FINALIZER not in obj["metadata"]["finalizers"]:
+        obj["metadata"]["finalizers"] = [*obj["metadata"]["finalizers"], OTHER_FINALIZER]
+
+
+def test_a_status_write_since_the_read_does_not_refuse_the_finalizers_removal() -> None:
+    w = world()
+    name = _ready_to_release(w)
+    w.before_patches(NODECLAIMS, _pod_event_time_written)
+    assert _terminate(w, name) == Result()
+    assert w.state.node_claims.store.get(name) is None, "released at the first try"
+
+
+def test_a_finalizer_added_since_the_read_refuses_the_removal_and_is_kept() -> None:
+    w = world()
+    name = _ready_to_release(w)
+    w.before_patches(NODECLAIMS, _finalizer_added)
+    assert _terminate(w, name).requeue_after == REREAD
+    assert w.claim_now(name)["metadata"]["finalizers"] == [TERMINATION_FINALIZER, OTHER_FINALIZER]
+    assert _terminate(w, name) == Result()  # decided again from the newer copy
+    assert w.claim_now(name)["metadata"]["finalizers"] == [OTHER_FINALIZER]

@@ -33,11 +33,14 @@ from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
+from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.kinds import NODECLAIMS, PODS
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
 
 log = logging.getLogger(__name__)
+
+METADATA = ("metadata",)
 
 DO_NOT_DISRUPT_WAIT = (
     f"not evicted: annotated {DO_NOT_DISRUPT_ANNOTATION}; the node waits for it to end, or deletes it at its "
@@ -86,7 +89,8 @@ class Terminator:
                 return Result(requeue_after=self.timing.blocked)
         if entry.machines:
             return Result(requeue_after=self.timing.poll)  # until CAPI has deleted the Machine
-        await self._remove_finalizer(claim)
+        if not await self._remove_finalizer(claim):
+            return Result(requeue_after=REREAD)  # another finalizer since: decide from the newer copy
         metrics.NODECLAIMS_TERMINATED.labels(entry.pool).inc()
         if entry.recorded_node_name:
             metrics.NODES_TERMINATED.labels(entry.pool).inc()
@@ -146,15 +150,25 @@ class Terminator:
             log.info("draining", extra={"nodeclaim": Meta.of(claim).name, "pods": remaining})
         return remaining
 
-    async def _remove_finalizer(self, claim: Object) -> None:
-        meta = Meta.of(claim)
-        finalizers = [f for f in meta.finalizers if f != TERMINATION_FINALIZER]
-        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.resource_version}}
+    async def _remove_finalizer(self, claim: Object) -> bool:
+        """Take the termination finalizer off if the finalizer list is still the one read; False if not.
+
+        The list is written whole, so the JSON patch tests it: a finalizer added since is kept. Nothing
+        else is, so the status writes that race a draining claim (disruption's ``lastPodEventTime`` as
+        its pods leave) no longer refuse it, as they did when it was conditional on the resourceVersion.
+        """
+        finalizers = [f for f in Meta.of(claim).finalizers if f != TERMINATION_FINALIZER]
+        patch = set_members(
+            claim, METADATA, {"finalizers": finalizers}, tested=as_read(claim, METADATA, "finalizers")
+        )
         try:
-            await self.state.workload.patch(NODECLAIMS, meta.name, patch)
+            await self.state.workload.patch(NODECLAIMS, Meta.of(claim).name, patch, patch_type="json")
         except ApiError as error:
+            if error.test_failed:
+                return False
             if not error.not_found:
                 raise
+        return True
 
 
 def _grace_over(claim: Object, now: datetime) -> bool:
