@@ -349,3 +349,40 @@ def test_two_claimers_racing_for_one_machine_one_wins_and_other_writes_do_not_re
         assert NODECLAIM_ANNOTATION not in c.annotations_of(await client.get(c.MACHINES, third, ns))
 
     run_on_sandbox(sandbox, scenario)
+
+
+def test_marking_a_stray_for_deletion_passes_other_writes_since_the_read_but_not_a_claim(
+    sandbox: Sandbox,
+) -> None:
+    """The conditional mark is a JSON patch testing the Machine's claim annotation as read: a label or
+    status write since does not refuse it (it did, conditional on the resourceVersion), a claim does."""
+
+    async def scenario(client: Client, _: MachineDeploymentProvider) -> None:
+        source = await new_pool(client, "mark-race")
+        ns = source.namespace
+        await client.patch(c.MACHINEDEPLOYMENTS, "pool", {"spec": {"replicas": 2}}, namespace=ns)
+
+        async def two_machines() -> bool:
+            return len(await machine_names(client, source)) == 2
+
+        await eventually("two Machines", two_machines)
+        first, second = await machine_names(client, source)
+        api = MachineDeploymentApi(client, entry_timeout=30.0, poll_interval=0.5)
+        note = {"metadata": {"annotations": {"example.com/note": "x"}}}
+        for name in (first, second):
+            await client.patch(c.MACHINES, name, note, namespace=ns)
+
+        read = await client.get(c.MACHINES, first, ns)
+        await client.patch(c.MACHINES, first, {"metadata": {"labels": {"touched": "yes"}}}, namespace=ns)
+        assert await api.mark_for_deletion(read, conditional=True)
+        assert (
+            c.annotations_of(await client.get(c.MACHINES, first, ns))[c.DELETE_MACHINE_ANNOTATION] == "true"
+        )
+
+        read = await client.get(c.MACHINES, second, ns)
+        claim = {"metadata": {"annotations": {NODECLAIM_ANNOTATION: "default-x"}}}
+        await client.patch(c.MACHINES, second, claim, namespace=ns)
+        assert not await api.mark_for_deletion(read, conditional=True), "claimed since the read"
+        assert c.DELETE_MACHINE_ANNOTATION not in c.annotations_of(await client.get(c.MACHINES, second, ns))
+
+    run_on_sandbox(sandbox, scenario)

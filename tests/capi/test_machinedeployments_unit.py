@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from capi.md_fake_api import SOURCE, FakeApi, provider_of
+from capi.md_fake_api import SOURCE, FakeApi, bump, provider_of
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
 from kapstan.capi import (
     CreateError,
@@ -329,3 +329,45 @@ def test_a_cancelled_launch_leaves_the_others_waiting_on_its_md_served() -> None
 
     assert asyncio.run(cancel_one()) == (True, "b")
     assert api.md["spec"]["replicas"] == 2 and len(_scale_writes(api)) == 1
+
+
+def _before_the_machines_patch(api: FakeApi, change: Any) -> None:
+    """Run ``change(machine)`` once, just before the first patch of Machine m0: another writer between the
+    provider's read and its write."""
+    patch = api.patch
+    pending = [change]
+
+    async def racing(resource: Resource, name: str, body: Any, **kwargs: Any) -> Object:
+        if resource.plural == "machines" and name == "m0" and pending:
+            pending.pop()(api.objects["machines", "m0"])
+        return await patch(resource, name, body, **kwargs)
+
+    api.patch = racing  # type: ignore[method-assign]
+
+
+def _machine_patches(api: FakeApi) -> list[Any]:
+    return [body for plural, name, _, body in api.patches if (plural, name) == ("machines", "m0")]
+
+
+def test_a_status_write_since_the_read_does_not_refuse_marking_a_stray() -> None:
+    api = FakeApi(replicas=1, machines=["m0"])
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {}
+    _before_the_machines_patch(api, bump)  # CAPI's status write: only the resourceVersion moves
+    asyncio.run(provider_of(api).delete(MachineRef("ns", "m0"), claimed_by=""))
+    assert c.annotations_of(api.objects["machines", "m0"]) == {c.DELETE_MACHINE_ANNOTATION: "true"}
+    assert len(_machine_patches(api)) == 1, "marked at the first try"
+    assert api.md["spec"]["replicas"] == 0
+
+
+def test_a_claim_since_the_read_refuses_marking_the_stray_and_it_stays() -> None:
+    api = FakeApi(replicas=1, machines=["m0"])
+    api.objects["machines", "m0"]["metadata"]["annotations"] = {}
+
+    def claimed(machine: Object) -> None:
+        machine["metadata"]["annotations"][NODECLAIM_ANNOTATION] = "default-x"
+        bump(machine)
+
+    _before_the_machines_patch(api, claimed)
+    asyncio.run(provider_of(api).delete(MachineRef("ns", "m0"), claimed_by=""))
+    assert c.annotations_of(api.objects["machines", "m0"]) == {NODECLAIM_ANNOTATION: "default-x"}
+    assert api.md["spec"]["replicas"] == 1, "no longer a stray: kept"

@@ -112,17 +112,22 @@ class MachineDeploymentApi:
         return launched(claimed)
 
     async def mark_for_deletion(self, machine: Object, *, conditional: bool) -> bool:
-        """Annotate ``cluster.x-k8s.io/delete-machine``; when ``conditional``, only if the Machine is
-        unchanged since read (False if it changed: a launch may have claimed it meanwhile)."""
-        mark: dict[str, object] = {"annotations": {c.DELETE_MACHINE_ANNOTATION: "true"}}
-        if conditional:
-            mark["resourceVersion"] = c.resource_version(machine)
+        """Annotate ``cluster.x-k8s.io/delete-machine``; when ``conditional``, only if the Machine's claim
+        annotation is still as read (False if not: a launch claimed it meanwhile; read it again).
+
+        A JSON patch testing that one annotation, not the Machine's resourceVersion, which CAPI's status
+        writes move all through a Machine's life (each one a lost race and another round). False too when
+        the Machine had no annotations when read and has some now (the map is added whole, tested absent)."""
+        tested = (
+            {NODECLAIM_ANNOTATION: c.annotations_of(machine).get(NODECLAIM_ANNOTATION)} if conditional else {}
+        )
+        patch = set_members(machine, ANNOTATIONS, {c.DELETE_MACHINE_ANNOTATION: "true"}, tested=tested)
         try:
             await self._client.patch(
-                c.MACHINES, c.name(machine), {"metadata": mark}, namespace=c.namespace(machine)
+                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"
             )
         except ApiError as error:
-            if conditional and error.conflict:
+            if error.test_failed:
                 return False
             raise
         return True
