@@ -20,7 +20,7 @@ from kapstan.capi import LaunchedMachine, MachineDeploymentRef, MachineRef, Paus
 from kapstan.capi import contract as c
 from kapstan.capi.bootstrap import has_unregistered_taint
 from kapstan.capi.machinedeployments import MachineDeploymentProvider
-from kapstan.capi.provider import RegistrationTaint
+from kapstan.capi.provider import Conflict, RegistrationTaint
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Object
 from kapstan.local import article
@@ -125,6 +125,36 @@ def test_a_revision_is_written_once_and_the_md_pointed_at_it() -> None:
         c.name(t) for t in w.state.bootstrap_templates.store.objects() if c.name(t).startswith("md-plain")
     ]
     assert sorted(names) == ["md-plain", revision.revision]
+
+
+def test_a_status_write_since_the_read_does_not_refuse_pointing_the_md_at_its_revision() -> None:
+    w = world()
+    _untainted_pool(w)
+    w.before_patches(c.MACHINEDEPLOYMENTS, lambda md: md.setdefault("status", {}).update(readyReplicas=1))
+    revision = asyncio.run(_provider(w).ensure_registration_taint(PLAIN))
+    md = w.state.machine_deployments.store.get_by_name(PLAIN.name, NS)
+    assert (
+        md is not None
+        and md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"] == revision.revision
+    )
+    assert md["status"]["readyReplicas"] == 1
+
+
+def test_a_bootstrap_reference_changed_since_the_read_refuses_the_revision() -> None:
+    w = world()
+    _untainted_pool(w)
+
+    def repointed(md: Object) -> None:
+        md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"] = "md-plain-by-hand"
+
+    w.before_patches(c.MACHINEDEPLOYMENTS, repointed)
+    with pytest.raises(Conflict, match="bootstrap template changed since it was read"):
+        asyncio.run(_provider(w).ensure_registration_taint(PLAIN))
+    md = w.state.machine_deployments.store.get_by_name(PLAIN.name, NS)
+    assert (
+        md is not None
+        and md["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"] == "md-plain-by-hand"
+    )
 
 
 def test_a_paused_cluster_gets_no_revision() -> None:

@@ -3,7 +3,7 @@
 The template-taints controller decides which MD needs the taint (managed, standalone, its
 KubeadmConfigTemplate lacks it, not paused) from ``machine_deployment``; this writes it: the revision
 first (named after a hash of its spec, so a retry after a crash finds it instead of making another), then
-the MD's bootstrap reference, conditional on the MD's resourceVersion. ``MachineDeploymentProvider``
+the MD's bootstrap reference, conditional on that reference alone. ``MachineDeploymentProvider``
 inherits these methods.
 """
 
@@ -27,9 +27,11 @@ from kapstan.capi.provider import (
 )
 from kapstan.kube.client import Client, Object
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.store import Event
 
 # kubectl's record of the original's last apply: on the copy it would lie about how the copy was made.
+CONFIG_REF = ("spec", "template", "spec", "bootstrap", "configRef")
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
@@ -76,15 +78,18 @@ class TemplateRevisions:
         if original is None:
             raise NotFound(f"{what}: {b.BOOTSTRAP_KIND} {ref.namespace}/{info.bootstrap_template} not found")
         revision = await self._write_revision(original)
-        patch = {
-            "metadata": {"resourceVersion": c.resource_version(md)},
-            "spec": {"template": {"spec": {"bootstrap": {"configRef": {"name": c.name(revision)}}}}},
-        }
+        # The revision is made from the template the MD pointed at, so the write tests that reference
+        # alone, not the MD's resourceVersion, which CAPI's status writes move all through a scale-up.
+        patch = set_members(
+            md, CONFIG_REF, {"name": c.name(revision)}, tested=as_read(md, CONFIG_REF, "name")
+        )
         try:
-            md = await self._client.patch(c.MACHINEDEPLOYMENTS, ref.name, patch, namespace=ref.namespace)
+            md = await self._client.patch(
+                c.MACHINEDEPLOYMENTS, ref.name, patch, namespace=ref.namespace, patch_type="json"
+            )
         except ApiError as error:
-            if error.conflict:
-                raise Conflict(f"{what}: it changed since it was read") from error
+            if error.test_failed:
+                raise Conflict(f"{what}: its bootstrap template changed since it was read") from error
             raise
         return TemplateRevision(self._info(md), c.name(original), c.name(revision), info.machines)
 
