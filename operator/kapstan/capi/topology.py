@@ -14,6 +14,9 @@ from kapstan.capi.provider import NotFound, Paused
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import as_read, set_members
+
+WORKERS = ("spec", "topology", "workers")
 
 
 async def add_entry(client: Client, source: FlavorSource, what: str) -> None:
@@ -27,13 +30,16 @@ async def add_entry(client: Client, source: FlavorSource, what: str) -> None:
     if any(entry.get("name") == source.name for entry in entries):
         return
     entry = {"class": source.worker_class, "name": source.name}
-    # The list is replaced whole, so the write is conditional on the Cluster we read.
-    patch = {
-        "metadata": {"resourceVersion": c.resource_version(cluster)},
-        "spec": {"topology": {"workers": {"machineDeployments": [*entries, entry]}}},
-    }
+    # The list is replaced whole, so the JSON patch tests it as read (another writer's entry since refuses
+    # it); not the Cluster's resourceVersion, which CAPI's status writes move all the time.
+    patch = set_members(
+        cluster,
+        WORKERS,
+        {"machineDeployments": [*entries, entry]},
+        tested=as_read(cluster, WORKERS, "machineDeployments"),
+    )
     try:
-        await client.patch(c.CLUSTERS, source.cluster, patch, namespace=source.namespace)
+        await client.patch(c.CLUSTERS, source.cluster, patch, namespace=source.namespace, patch_type="json")
     except ApiError as error:
-        if not error.conflict:
+        if not error.test_failed:
             raise
