@@ -23,9 +23,10 @@ from kapstan.capi import InsufficientCapacity, LaunchRequest, Paused
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Lifecycle, NodeClaimController, Terminator, Timeouts
 from kapstan.controllers.nodeclaim.registration import DAEMONSET_GRACE, DAEMONSET_POD_GRACE, DAEMONSET_POLL
+from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
-from kapstan.kube.kinds import DAEMONSETS, PODS
+from kapstan.kube.kinds import DAEMONSETS, NODECLAIMS, PODS
 
 TIMEOUTS = Timeouts(launch=300.0, registration=900.0, retry=10.0, poll=5.0)
 STARTUP = {"key": "example.com/agent", "effect": "NoSchedule"}
@@ -316,3 +317,48 @@ def test_a_daemonset_pod_bound_to_a_waiting_node_queues_its_claim_at_once() -> N
     drain()
     watched(w.pod("agent-x", "node-a", daemonset=True))
     assert queue.try_get() is None, "the Node is registered: nothing waits for its agent"
+
+
+def _fallback_world() -> World:
+    w = world({"md-c3-4": "c3-4", "md-c3-8": "c3-8"})
+    w.provider.fail_next("create", InsufficientCapacity("md-c3-4 is at its max size"))
+    return w
+
+
+def _annotated_once(claim: Object) -> None:
+    claim["metadata"].setdefault("annotations", {}).setdefault("example.com/note", "x")
+
+
+def test_a_write_since_the_read_that_leaves_the_labels_alone_does_not_refuse_the_fallback_relabel() -> None:
+    w = _fallback_world()
+    w.before_patches(NODECLAIMS, _annotated_once)  # a new resourceVersion before every claim patch
+    launched = _launched(w, "c3-4", "c3-8")
+    assert launched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+    assert cond.is_true(launched, LAUNCHED)
+    assert launched["metadata"]["annotations"]["example.com/note"] == "x"
+
+
+def test_a_label_written_since_the_read_refuses_the_fallback_relabel_and_is_kept() -> None:
+    w = _fallback_world()
+    relabelled: list[str] = []
+
+    def team_label_once(claim: Object) -> None:
+        if not relabelled:
+            relabelled.append(claim["metadata"]["name"])
+            claim["metadata"]["labels"]["team"] = "batch"
+
+    w.before_patches(NODECLAIMS, team_label_once)
+    claim = asyncio.run(w.claim("c3-4", "c3-8"))
+    name = claim["metadata"]["name"]
+    assert _run(w, claim).requeue_after == REREAD
+    refused = w.claim_now(name)
+    assert refused["metadata"]["labels"]["team"] == "batch"
+    assert refused["metadata"]["labels"][INSTANCE_TYPE] == "c3-4", "refused whole"
+    assert "FlavorFallback" not in w.api.reasons(name), "no Event for a relabel that did not happen"
+    _run(w, refused)  # decided again from the newer copy: c3-4 is backed off after its failure
+    launched = w.claim_now(name)
+    assert cond.is_true(launched, LAUNCHED)
+    assert (
+        launched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+        and launched["metadata"]["labels"]["team"] == "batch"
+    )

@@ -1,9 +1,10 @@
-"""The status writes that test the condition list they replace (``conditions.status_patch``) against the
-sandbox's real API server: the NodePool status controller's ``write_status``, disruption's
-``Consolidatable`` condition on a NodeClaim, the NodeClaim lifecycle's status write and termination's
-finalizer removal (a JSON patch on the main resource, which a status write since does not refuse). An object created without a status gets one; a write since the
-read that leaves the conditions alone (a label, ``status.resources``, ``lastPodEventTime``) does not refuse
-the patch; a condition written since does (a failed test), and is kept."""
+"""The NodeClaim and NodePool writes that test only what they replace, against the sandbox's real API
+server: on status (``conditions.status_patch``) the NodePool status controller's ``write_status``,
+disruption's ``Consolidatable`` condition and the lifecycle's status write; on the main resource
+termination's finalizer removal and launch's fallback relabel. An object created without a status gets
+one; a write since the read that leaves the tested field alone (a label, ``status.resources``,
+``lastPodEventTime``) does not refuse the patch; a change of that field since does (a failed test), and is
+kept."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from typing import Any
 import pytest
 
 from controllers.controller_helpers import cleanup, cluster_state, connect, provider_of, unique
-from kapstan.api.wellknown import CONSOLIDATABLE, INITIALIZED, LAUNCHED, REGISTERED, TERMINATION_FINALIZER
+from kapstan.api.wellknown import (
+    CONSOLIDATABLE,
+    INITIALIZED,
+    INSTANCE_TYPE,
+    LAUNCHED,
+    REGISTERED,
+    TERMINATION_FINALIZER,
+)
 from kapstan.catalog.catalog import DEFAULT_ZONE
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.nodeclaim import Terminator
+from kapstan.controllers.nodeclaim.launch import Launch
 from kapstan.controllers.nodeclaim.liveness import Steps, Timeouts
 from kapstan.controllers.nodeclaim_template import nodeclaim_manifest
 from kapstan.controllers.status import write_status
@@ -156,6 +165,28 @@ def test_the_finalizer_comes_off_a_deleting_claim_despite_a_status_write_since_b
             assert not await terminator._remove_finalizer(read), "a finalizer list changed since refuses it"
             assert (await client.get(NODECLAIMS, name))["metadata"]["finalizers"] == [TERMINATION_FINALIZER]
             await client.patch(NODECLAIMS, name, {"metadata": {"finalizers": None}})
+
+    asyncio.run(scenario())
+
+
+def test_a_fallback_relabel_passes_a_status_write_since_and_not_a_label(sandbox: Sandbox) -> None:
+    async def scenario() -> None:
+        client = await connect(sandbox)
+        state = cluster_state(client, "default")
+        steps = Steps(state, EventRecorder(client), Timeouts(), SYSTEM_CLOCK)
+        launch = Launch(steps, provider_of(state), state.simulation_input)
+        async with cleanup(client) as made:
+            name = unique("relabel-claim")
+            read = await made.create(NODECLAIMS, _claim_body(name))
+            await _status_write(client, NODECLAIMS, name, {"lastPodEventTime": "2026-01-01T00:00:00Z"})
+            switched = await launch._switch_flavor(read, {}, "c3-8", ["md-c3-4 is at its max size"])
+            assert switched is not None and switched["metadata"]["labels"][INSTANCE_TYPE] == "c3-8"
+
+            read = switched
+            await client.patch(NODECLAIMS, name, {"metadata": {"labels": {"team": "batch"}}})
+            assert await launch._switch_flavor(read, {}, "c3-16", ["c3-8 backed off"]) is None
+            labels = (await client.get(NODECLAIMS, name))["metadata"]["labels"]
+            assert (labels[INSTANCE_TYPE], labels["team"]) == ("c3-8", "batch"), "refused: the label kept"
 
     asyncio.run(scenario())
 

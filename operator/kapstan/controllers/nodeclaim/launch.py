@@ -40,12 +40,17 @@ from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
+from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import as_read, set_members
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
 from kapstan.scheduling.model import InstanceType
 from kapstan.snapshot import SimulationInput
 
 log = logging.getLogger(__name__)
+
+METADATA = ("metadata",)
+ANNOTATIONS = ("metadata", "annotations")
 
 CatalogSource = Callable[[], Awaitable[SimulationInput]]
 """The live catalog and instance types (``ClusterState.simulation_input`` without pods)."""
@@ -81,7 +86,10 @@ class Launch:
             if flavor != labels.get(INSTANCE_TYPE):
                 # Record the flavor before launching it: a restarted operator must look for the Machine in
                 # this flavor's MD, not start another one in the first choice's.
-                claim = await self._switch_flavor(claim, flavors, flavor, refused)
+                switched = await self._switch_flavor(claim, flavors, flavor, refused)
+                if switched is None:
+                    return Result(requeue_after=REREAD)  # relabelled since: decide from the newer copy
+                claim = switched
             # The wait for a Machine is bounded by what is left of the launch timeout.
             left = max(timeouts.launch - self.steps.age(Meta.of(claim).created), 0.0)
             try:
@@ -104,33 +112,43 @@ class Launch:
 
     async def _switch_flavor(
         self, claim: Object, flavors: Mapping[str, InstanceType], flavor: str, why: list[str]
-    ) -> Object:
-        """Relabel the claim for ``flavor``; its Event says why the flavors before it were passed over."""
+    ) -> Object | None:
+        """Relabel the claim for ``flavor`` if its labels are still those read (None if not); its Event
+        says why the flavors before it were passed over.
+
+        The labels are written whole (the old flavor's go, the new one's come), so the JSON patch tests
+        them as read; not the claim's resourceVersion, which any status or annotation write moves."""
         claim_meta = Meta.of(claim)
         labels = claim_meta.labels
         before, after = flavors.get(labels.get(INSTANCE_TYPE, "")), flavors.get(flavor)
-        patch_labels: dict[str, str | None] = {key: None for key in (before.labels if before else {})}
-        patch_labels.update(after.labels if after else {})
-        patch_labels[INSTANCE_TYPE] = flavor
+        relabelled = {
+            key: value for key, value in labels.items() if key not in (before.labels if before else {})
+        }
+        relabelled.update(after.labels if after else {})
+        relabelled[INSTANCE_TYPE] = flavor
+        prices = [
+            offering.price
+            for offering in (after.offerings if after else ())
+            if (offering.zone, offering.capacity_type) == (labels.get(ZONE), labels.get(CAPACITY_TYPE))
+        ]
+        patch = [
+            *set_members(claim, METADATA, {"labels": relabelled}, tested=as_read(claim, METADATA, "labels")),
+            *set_members(claim, ANNOTATIONS, {PRICE_ANNOTATION: str(min(prices))} if prices else {}),
+        ]
+        try:
+            updated: Object = await self.steps.state.workload.patch(
+                NODECLAIMS, claim_meta.name, patch, patch_type="json"
+            )
+        except ApiError as error:
+            if error.test_failed:
+                return None
+            raise
         await self.steps.events.emit(
             claim,
             "Normal",
             "FlavorFallback",
             f"launching {flavor} instead of {labels.get(INSTANCE_TYPE)}: {'; '.join(why)}",
         )
-        prices = [
-            offering.price
-            for offering in (after.offerings if after else ())
-            if (offering.zone, offering.capacity_type) == (labels.get(ZONE), labels.get(CAPACITY_TYPE))
-        ]
-        meta: dict[str, Any] = {
-            "labels": patch_labels,
-            "resourceVersion": claim_meta.resource_version,
-        }
-        if prices:
-            meta["annotations"] = {PRICE_ANNOTATION: str(min(prices))}
-        patch = {"metadata": meta}
-        updated: Object = await self.steps.state.workload.patch(NODECLAIMS, claim_meta.name, patch)
         return updated
 
     async def _launched(
