@@ -18,9 +18,10 @@ import statistics
 import time
 import uuid
 
-from bench.pool import NAMESPACES, open_connections
+from bench.pool import open_connections
 from kapstan.kube.client import Client
 from kapstan.kube.events import EventRecorder
+from kapstan.kube.kinds import NAMESPACES
 
 
 async def _round(client: Client, namespace: str, events: int) -> tuple[float, float]:

@@ -14,9 +14,9 @@ import asyncio
 import statistics
 import time
 
-from kapstan.kube.client import Client, Resource
+from kapstan.kube.client import Client
+from kapstan.kube.kinds import NAMESPACES
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 HELD = {"watch": "1", "timeoutSeconds": "3"}
 
 
