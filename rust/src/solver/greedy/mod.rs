@@ -2,9 +2,9 @@
 //! interleaved, onto existing nodes, open claims, then a new claim from the heaviest NodePool;
 //! preferences relaxed one at a time; failed pods retried while a round places something. The
 //! scheduler's state lives here; its steps in `order` (the order pods are taken in), `checks` (what a
-//! pod's constraints allow where), `domains` (the domain a claim takes for each topology key), `claims`
-//! (joining and opening claims), `refusals` (why a pool cannot open one) and `placement` (the loop over
-//! pods and targets).
+//! pod's constraints allow where) and `problem` (the topology refusals it words), `domains` (the
+//! domain a claim takes for each topology key), `claims` (joining and opening claims), `refusals` (why
+//! a pool cannot open one) and `placement` (the loop over pods and targets).
 
 mod alternatives;
 mod checks;
@@ -12,6 +12,7 @@ mod claims;
 mod domains;
 mod order;
 mod placement;
+mod problem;
 mod refusals;
 
 use std::borrow::Cow;
@@ -31,10 +32,11 @@ use super::room::RoomIndex;
 use super::targets::{set_label, Claim, ClaimList, ExistingTarget};
 
 pub use alternatives::{AlternativeFlavors, MAX_ALTERNATIVES};
-pub use checks::{AffinityCheck, AntiCheck, Checks, Problem, SpreadCheck};
+pub use checks::{AffinityCheck, AntiCheck, Checks, SpreadCheck};
 use claims::Opening;
 pub use claims::Restrict;
 pub use order::{biggest_first, interleaved, placement_sequence, slot_paced};
+pub use problem::Problem;
 
 /// Why nothing can be provisioned while the catalog is empty (the same words as Python's).
 pub const NO_MANAGED_FLAVOR: &str = "kapstan manages no flavor yet: mark a MachineDeployment, or a \
