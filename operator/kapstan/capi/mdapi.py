@@ -10,6 +10,7 @@ being unclaimed. Each error is worded ``"{what}: ..."`` after the caller's subje
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 
 from kapstan.api.wellknown import NODECLAIM_ANNOTATION
@@ -21,7 +22,7 @@ from kapstan.capi.reads import launched
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client, Object, Resource
 from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import Op, set_members
+from kapstan.kube.jsonpatch import AlsoLost, Op, patch_if_unchanged, set_members
 
 ANNOTATIONS = ("metadata", "annotations")
 
@@ -101,15 +102,8 @@ class MachineDeploymentApi:
             {"op": "test", "path": "/metadata/deletionTimestamp", "value": None},
             *set_members(machine, ANNOTATIONS, {NODECLAIM_ANNOTATION: nodeclaim}, tested=unclaimed),
         ]
-        try:
-            claimed = await self._client.patch(
-                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"
-            )
-        except ApiError as error:
-            if error.conflict or error.not_found or error.test_failed:
-                return None
-            raise
-        return launched(claimed)
+        claimed = await self._write(c.MACHINES, machine, patch, also_lost=("conflict", "not_found"))
+        return launched(claimed) if claimed is not None else None
 
     async def mark_for_deletion(self, machine: Object, *, conditional: bool) -> bool:
         """Annotate ``cluster.x-k8s.io/delete-machine``; when ``conditional``, only if the Machine's claim
@@ -122,15 +116,7 @@ class MachineDeploymentApi:
             {NODECLAIM_ANNOTATION: c.annotations_of(machine).get(NODECLAIM_ANNOTATION)} if conditional else {}
         )
         patch = set_members(machine, ANNOTATIONS, {c.DELETE_MACHINE_ANNOTATION: "true"}, tested=tested)
-        try:
-            await self._client.patch(
-                c.MACHINES, c.name(machine), patch, namespace=c.namespace(machine), patch_type="json"
-            )
-        except ApiError as error:
-            if error.test_failed:
-                return False
-            raise
-        return True
+        return await self._write(c.MACHINES, machine, patch) is not None
 
     async def scale(self, md: Object, replicas: int) -> bool:
         """Set replicas through the scale subresource if they are still what ``md`` says; False if not.
@@ -141,23 +127,34 @@ class MachineDeploymentApi:
         """
         current = c.replicas(md)
         # autoscaling/v1 Scale omits replicas at 0 (omitempty): then the spec is tested as empty.
-        test = (
+        test: Op = (
             {"op": "test", "path": "/spec/replicas", "value": current}
             if current
             else {"op": "test", "path": "/spec", "value": {}}
         )
         patch = [test, {"op": "add", "path": "/spec/replicas", "value": replicas}]
-        try:
-            await self._client.patch(
-                c.MACHINEDEPLOYMENTS,
-                c.name(md),
-                patch,
-                namespace=c.namespace(md),
-                subresource="scale",
-                patch_type="json",
-            )
-        except ApiError as error:
-            if error.conflict or error.test_failed:
-                return False
-            raise
-        return True
+        scaled = await self._write(
+            c.MACHINEDEPLOYMENTS, md, patch, subresource="scale", also_lost=("conflict",)
+        )
+        return scaled is not None
+
+    async def _write(
+        self,
+        resource: Resource,
+        read: Object,
+        patch: builtins.list[Op],
+        *,
+        subresource: str = "",
+        also_lost: tuple[AlsoLost, ...] = (),
+    ) -> Object | None:
+        """``patch_if_unchanged`` on the object ``read`` (its name and namespace): each write here is a JSON
+        patch conditional on what it read of that object."""
+        return await patch_if_unchanged(
+            self._client,
+            resource,
+            c.name(read),
+            patch,
+            namespace=c.namespace(read),
+            subresource=subresource,
+            also_lost=also_lost,
+        )

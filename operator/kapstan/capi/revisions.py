@@ -27,7 +27,7 @@ from kapstan.capi.provider import (
 )
 from kapstan.kube.client import Client, Object
 from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import as_read, set_members
+from kapstan.kube.jsonpatch import as_read, patch_if_unchanged, set_members
 from kapstan.kube.store import Event
 
 # kubectl's record of the original's last apply: on the copy it would lie about how the copy was made.
@@ -83,15 +83,12 @@ class TemplateRevisions:
         patch = set_members(
             md, CONFIG_REF, {"name": c.name(revision)}, tested=as_read(md, CONFIG_REF, "name")
         )
-        try:
-            md = await self._client.patch(
-                c.MACHINEDEPLOYMENTS, ref.name, patch, namespace=ref.namespace, patch_type="json"
-            )
-        except ApiError as error:
-            if error.test_failed:
-                raise Conflict(f"{what}: its bootstrap template changed since it was read") from error
-            raise
-        return TemplateRevision(self._info(md), c.name(original), c.name(revision), info.machines)
+        pointed = await patch_if_unchanged(
+            self._client, c.MACHINEDEPLOYMENTS, ref.name, patch, namespace=ref.namespace
+        )
+        if pointed is None:
+            raise Conflict(f"{what}: its bootstrap template changed since it was read")
+        return TemplateRevision(self._info(pointed), c.name(original), c.name(revision), info.machines)
 
     async def _write_revision(self, original: Object) -> Object:
         spec = b.tainted_spec(original)

@@ -13,8 +13,7 @@ from kapstan.capi.cache import read_cluster
 from kapstan.capi.provider import NotFound, Paused
 from kapstan.catalog import FlavorSource
 from kapstan.kube.client import Client
-from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import as_read, set_members
+from kapstan.kube.jsonpatch import as_read, patch_if_unchanged, set_members
 
 WORKERS = ("spec", "topology", "workers")
 
@@ -38,8 +37,4 @@ async def add_entry(client: Client, source: FlavorSource, what: str) -> None:
         {"machineDeployments": [*entries, entry]},
         tested=as_read(cluster, WORKERS, "machineDeployments"),
     )
-    try:
-        await client.patch(c.CLUSTERS, source.cluster, patch, namespace=source.namespace, patch_type="json")
-    except ApiError as error:
-        if not error.test_failed:
-            raise
+    await patch_if_unchanged(client, c.CLUSTERS, source.cluster, patch, namespace=source.namespace)

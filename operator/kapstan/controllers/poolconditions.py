@@ -16,6 +16,7 @@ from datetime import datetime
 from kapstan.controllers import conditions as cond
 from kapstan.controllers.state import ClusterState
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import patch_if_unchanged
 from kapstan.kube.kinds import NODEPOOLS
 from kapstan.kube.meta import Meta
 
@@ -49,15 +50,8 @@ async def set_pool_condition(
             cond.conditions_of(pool), kind, status, reason, message, meta.generation, now=now
         )
         patch = cond.status_patch(pool, {"conditions": conditions})
-        try:
-            await state.workload.patch(
-                NODEPOOLS,
-                pool_name,
-                patch,
-                subresource="status",
-                patch_type="json",
-            )
+        if (
+            await patch_if_unchanged(state.workload, NODEPOOLS, pool_name, patch, subresource="status")
+            is not None
+        ):
             return
-        except ApiError as error:
-            if not error.test_failed:
-                raise

@@ -46,6 +46,7 @@ from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import CONFIGMAPS, Object, Resource
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
+from kapstan.kube.jsonpatch import patch_if_unchanged
 from kapstan.kube.kinds import NODECLASSES, NODEPOOLS
 from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
@@ -305,13 +306,8 @@ async def write_status(
     if not changed:
         return
     name = Meta.of(obj).name
-    try:
-        await state.workload.patch(
-            resource, name, cond.status_patch(obj, changed), subresource="status", patch_type="json"
-        )
-    except ApiError as error:
-        if not error.test_failed:
-            raise
+    patch = cond.status_patch(obj, changed)
+    if await patch_if_unchanged(state.workload, resource, name, patch, subresource="status") is None:
         log.debug("conditions of %s %s changed meanwhile", resource.kind, name)
 
 

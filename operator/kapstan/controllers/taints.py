@@ -10,8 +10,7 @@ from typing import Any
 
 from kapstan.api.wellknown import DISRUPTED_TAINT_KEY, disrupted_taint
 from kapstan.kube.client import Client, Object
-from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import as_read, set_members
+from kapstan.kube.jsonpatch import as_read, patch_if_unchanged, set_members
 from kapstan.kube.kinds import NODES
 from kapstan.kube.meta import Meta
 
@@ -58,10 +57,4 @@ async def patch_taints(
         *set_members(node, SPEC, {"taints": taints}, tested=as_read(node, SPEC, "taints")),
         *set_members(node, LABELS, changed),
     ]
-    try:
-        await client.patch(NODES, meta.name, ops, patch_type="json")
-    except ApiError as error:
-        if error.test_failed:
-            return False
-        raise
-    return True
+    return await patch_if_unchanged(client, NODES, meta.name, ops) is not None

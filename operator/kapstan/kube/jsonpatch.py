@@ -10,15 +10,25 @@ The API server's json-patch passes a ``test`` of a missing member against null b
 under a missing member (422, like a failed test). So a member of a map the object does not have yet is
 written as the map itself, tested absent: a map someone else added since the read refuses the write
 instead of being replaced.
+
+``patch_if_unchanged`` sends such a patch: a failed ``test`` is the expected end of a lost race, not an
+error, so it returns None and the caller decides again from a newer read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
-from kapstan.kube.client import Object
+from kapstan.kube.client import Client, Object, Resource
+from kapstan.kube.errors import ApiError
 
 Op = dict[str, object]
+
+AlsoLost = Literal["conflict", "not_found"]
+"""Answers besides a failed ``test`` that a caller may count as a lost race: ``conflict`` (409), the API
+server giving up on a patch that other writes to the object kept racing (it retries only a few times),
+and ``not_found`` (404), the object gone since the read."""
 
 
 def json_pointer(*members: str) -> str:
@@ -64,6 +74,38 @@ def set_members(
     if values:
         ops.append({"op": "add", "path": json_pointer(*parent), "value": dict(values)})
     return ops
+
+
+async def patch_if_unchanged(
+    client: Client,
+    resource: Resource,
+    name: str,
+    ops: list[Op],
+    *,
+    namespace: str | None = None,
+    subresource: str = "",
+    also_lost: tuple[AlsoLost, ...] = (),
+) -> Object | None:
+    """Send the JSON patch ``ops`` (built to ``test`` what it depends on); the patched object, or None
+    when the write lost its race: a ``test`` failed, or the answer is one of ``also_lost``.
+
+    Every other error is raised, an object the write made invalid included (422 too, but reading again
+    would only repeat it). A caller widens ``also_lost`` only for the answers it means to read as "decide
+    again", so a 404 or 409 no caller expects still surfaces.
+    """
+    try:
+        return await client.patch(
+            resource, name, ops, namespace=namespace, subresource=subresource, patch_type="json"
+        )
+    except ApiError as error:
+        lost = (
+            error.test_failed
+            or ("conflict" in also_lost and error.conflict)
+            or ("not_found" in also_lost and error.not_found)
+        )
+        if lost:
+            return None
+        raise
 
 
 def _map_at(obj: Object, parent: Sequence[str]) -> Mapping[str, object] | None:

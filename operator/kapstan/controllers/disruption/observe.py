@@ -38,6 +38,7 @@ from kapstan.controllers.taints import disrupted
 from kapstan.kube.client import Object
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
+from kapstan.kube.jsonpatch import patch_if_unchanged
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
 from kapstan.kube.store import Event
@@ -255,14 +256,16 @@ class Observer:
             CONSOLIDATABLE if consolidatable else "NotConsolidatable",
         )
         patch = cond.status_patch(claim, {"conditions": conditions})
-        try:
-            await self.state.workload.patch(
-                NODECLAIMS, Meta.of(claim).name, patch, subresource="status", patch_type="json"
-            )
-        except ApiError as error:
-            # Another condition written since the read (test failed): the next pass sets it again.
-            if not (error.test_failed or error.not_found):
-                raise
+        # Another condition written since the read (test failed), or the claim gone: the next pass sets
+        # it again, if the claim is still there.
+        await patch_if_unchanged(
+            self.state.workload,
+            NODECLAIMS,
+            Meta.of(claim).name,
+            patch,
+            subresource="status",
+            also_lost=("not_found",),
+        )
 
     async def record_pod_events(self, mine: list[StateNode]) -> None:
         """Write remembered pod events to ``status.lastPodEventTime``, so a restart keeps the timer."""

@@ -40,8 +40,7 @@ from kapstan.controllers.nodeclaim.liveness import Steps
 from kapstan.controllers.taints import REREAD
 from kapstan.kube.client import Object
 from kapstan.kube.controller import Result
-from kapstan.kube.errors import ApiError
-from kapstan.kube.jsonpatch import as_read, set_members
+from kapstan.kube.jsonpatch import as_read, patch_if_unchanged, set_members
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
 from kapstan.scheduling.model import InstanceType
@@ -135,14 +134,9 @@ class Launch:
             *set_members(claim, METADATA, {"labels": relabelled}, tested=as_read(claim, METADATA, "labels")),
             *set_members(claim, ANNOTATIONS, {PRICE_ANNOTATION: str(min(prices))} if prices else {}),
         ]
-        try:
-            updated: Object = await self.steps.state.workload.patch(
-                NODECLAIMS, claim_meta.name, patch, patch_type="json"
-            )
-        except ApiError as error:
-            if error.test_failed:
-                return None
-            raise
+        updated = await patch_if_unchanged(self.steps.state.workload, NODECLAIMS, claim_meta.name, patch)
+        if updated is None:
+            return None
         await self.steps.events.emit(
             claim,
             "Normal",

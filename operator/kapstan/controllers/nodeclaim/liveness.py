@@ -29,8 +29,8 @@ from kapstan.controllers.state import ClusterState
 from kapstan.kube.client import Object
 from kapstan.kube.clock import Clock
 from kapstan.kube.controller import Result
-from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
+from kapstan.kube.jsonpatch import patch_if_unchanged
 from kapstan.kube.kinds import NODECLAIMS
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
@@ -75,14 +75,10 @@ class Steps:
         the conditions alone (disruption's ``lastPodEventTime``) does not refuse it."""
         name = Meta.of(claim).name
         patch = cond.status_patch(claim, status)
-        try:
-            await self.state.workload.patch(NODECLAIMS, name, patch, subresource="status", patch_type="json")
-        except ApiError as error:
-            if not error.test_failed:
-                raise
+        written = await patch_if_unchanged(self.state.workload, NODECLAIMS, name, patch, subresource="status")
+        if written is None:
             log.debug("conditions of nodeclaim %s changed meanwhile", name)
-            return False
-        return True
+        return written is not None
 
     async def give_up(
         self, claim: Object, reason: str, message: str, *, offering_failed: bool = False

@@ -33,7 +33,7 @@ from kapstan.kube.clock import SYSTEM_CLOCK, Clock
 from kapstan.kube.controller import Result
 from kapstan.kube.errors import ApiError
 from kapstan.kube.events import EventRecorder
-from kapstan.kube.jsonpatch import as_read, set_members
+from kapstan.kube.jsonpatch import as_read, patch_if_unchanged, set_members
 from kapstan.kube.kinds import NODECLAIMS, PODS
 from kapstan.kube.meta import Meta
 from kapstan.observability import metrics
@@ -162,13 +162,13 @@ class Terminator:
             claim, METADATA, {"finalizers": finalizers}, tested=as_read(claim, METADATA, "finalizers")
         )
         try:
-            await self.state.workload.patch(NODECLAIMS, Meta.of(claim).name, patch, patch_type="json")
+            removed = await patch_if_unchanged(self.state.workload, NODECLAIMS, Meta.of(claim).name, patch)
         except ApiError as error:
-            if error.test_failed:
-                return False
-            if not error.not_found:
-                raise
-        return True
+            # Not a lost race: a claim gone already has no finalizer left to take off, which is done.
+            if error.not_found:
+                return True
+            raise
+        return removed is not None
 
 
 def _grace_over(claim: Object, now: datetime) -> bool:
